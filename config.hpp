@@ -1,0 +1,211 @@
+// Environment variables and flags become one validated Config, once, at start.
+// Every setting has a flag, an environment variable and a default; a flag wins over its
+// variable. Errors name the flag and the variable.
+#pragma once
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "status.hpp"
+
+inline constexpr const char* kDefaultProvisionerName = "hostpath-provisioner.io/hostpath";
+inline constexpr const char* kDefaultPvDir = "/var/kubernetes";
+inline constexpr const char* kDefaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+struct Config {
+  std::string provisioner_name = kDefaultProvisionerName;
+  std::string pv_dir = kDefaultPvDir;    // absolute, normalised, never "/"
+  std::string reclaim_policy;            // "", Retain or Delete; "" = the class decides
+  unsigned dir_mode = 0777;              // mode of new volume directories
+  std::string kubeconfig;                // "" = in-cluster
+  std::string serviceaccount_dir = kDefaultServiceAccountDir;
+  bool allow_insecure_kubeconfig = false;  // honour insecure-skip-tls-verify
+  std::string metrics_address = ":8080";   // "" turns the HTTP endpoint off
+  int verbosity = 0;
+  std::string log_format = "text";  // text | json
+  int resync_seconds = 300;         // periodic pass over the cache; 0 = never
+  bool show_help = false;
+  bool show_version = false;
+};
+
+// One row per setting: how it is spelled and documented. The table drives parsing and --help.
+struct Setting {
+  const char* flag;  // without the leading "--"
+  const char* env;   // "" when there is none
+  const char* default_text;
+  const char* help;
+  // Stores a raw value into the config; returns an error message or "".
+  std::string (*apply)(Config&, const std::string&);
+};
+
+namespace config_detail {
+
+// Lexically normalises an absolute path: collapses "//" and "/./", drops a trailing "/".
+// Returns "" when the path is relative or contains "..".
+inline std::string NormaliseAbsolute(const std::string& path) {
+  if (path.empty() || path[0] != '/') return "";
+  std::string out;
+  size_t i = 0;
+  while (i < path.size()) {
+    while (i < path.size() && path[i] == '/') ++i;
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    i = j;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return "";
+    out += "/" + part;
+  }
+  return out.empty() ? "/" : out;
+}
+
+inline std::string ParseBool(const std::string& v, bool& out) {
+  if (v == "" || v == "true" || v == "1" || v == "yes") { out = true; return ""; }
+  if (v == "false" || v == "0" || v == "no") { out = false; return ""; }
+  return "must be true or false, not \"" + v + "\"";
+}
+
+inline std::string ParseInt(const std::string& v, int lo, int hi, int& out) {
+  char* end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || n < lo || n > hi)
+    return "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", not \"" + v + "\"";
+  out = static_cast<int>(n);
+  return "";
+}
+
+}  // namespace config_detail
+
+inline const std::vector<Setting>& Settings() {
+  using namespace config_detail;
+  static const std::vector<Setting> table = {
+      {"pv-dir", "PV_DIR", kDefaultPvDir,
+       "host directory under which volume directories are made (the same path inside the pod)",
+       [](Config& c, const std::string& v) -> std::string {
+         std::string n = NormaliseAbsolute(v);
+         if (n.empty()) return "must be an absolute path without \"..\", not \"" + v + "\"";
+         if (n == "/") return "must not be \"/\": volumes would be made in, and removed from, the host's root";
+         c.pv_dir = n;
+         return "";
+       }},
+      {"reclaim-policy", "PV_RECLAIM_POLICY", "(the StorageClass's reclaimPolicy)",
+       "Retain or Delete: overrides the StorageClass for every volume made",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v != "Retain" && v != "Delete" && !v.empty()) return "must be Retain or Delete, not \"" + v + "\"";
+         c.reclaim_policy = v;
+         return "";
+       }},
+      {"provisioner-name", "PROVISIONER_NAME", kDefaultProvisionerName,
+       "the StorageClass provisioner this program serves",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v.empty() || v.size() > 253 || v.find_first_of(" \t\n\"\\") != std::string::npos)
+           return "must be a qualified name like example.com/hostpath, not \"" + v + "\"";
+         c.provisioner_name = v;
+         return "";
+       }},
+      {"dir-mode", "PV_DIR_MODE", "0777",
+       "octal mode of new volume directories (0777 lets pods running as any uid write)",
+       [](Config& c, const std::string& v) -> std::string {
+         char* end = nullptr;
+         unsigned long m = std::strtoul(v.c_str(), &end, 8);
+         if (v.empty() || *end != '\0' || m > 07777) return "must be an octal mode like 0775, not \"" + v + "\"";
+         c.dir_mode = static_cast<unsigned>(m);
+         return "";
+       }},
+      {"kubeconfig", "KUBECONFIG", "(in-cluster service account)",
+       "kubeconfig file for running outside the cluster; its current context is used",
+       [](Config& c, const std::string& v) -> std::string {
+         // kubectl allows a list separated by ':'; we take the first file.
+         c.kubeconfig = v.substr(0, v.find(':'));
+         return "";
+       }},
+      {"serviceaccount-dir", "SERVICEACCOUNT_DIR", kDefaultServiceAccountDir,
+       "folder holding the in-cluster token, ca.crt and namespace",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v.empty()) return "must not be empty";
+         c.serviceaccount_dir = v;
+         return "";
+       }},
+      {"allow-insecure-kubeconfig", "ALLOW_INSECURE_KUBECONFIG", "false",
+       "accept a kubeconfig with insecure-skip-tls-verify (the server is then not verified)",
+       [](Config& c, const std::string& v) { return ParseBool(v, c.allow_insecure_kubeconfig); }},
+      {"metrics-address", "METRICS_ADDRESS", ":8080",
+       "address of /healthz, /readyz and /metrics; \"\" turns the endpoint off",
+       [](Config& c, const std::string& v) -> std::string {
+         c.metrics_address = v;
+         return "";
+       }},
+      {"resync-period", "RESYNC_PERIOD", "300",
+       "seconds between passes over all cached objects (catches anything missed); 0 = never",
+       [](Config& c, const std::string& v) { return ParseInt(v, 0, 86400, c.resync_seconds); }},
+      {"v", "LOG_LEVEL", "0", "log verbosity: 0 = outcomes and errors, 1 = decisions, 2 = requests",
+       [](Config& c, const std::string& v) { return ParseInt(v, 0, 9, c.verbosity); }},
+      {"log-format", "LOG_FORMAT", "text", "text or json",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v != "text" && v != "json") return "must be text or json, not \"" + v + "\"";
+         c.log_format = v;
+         return "";
+       }},
+  };
+  return table;
+}
+
+// Builds the Config from the environment (through getenv) and then the arguments (without
+// argv[0]). Returns an Invalid status naming the flag and variable on the first bad value.
+inline Result<Config> ParseConfig(const std::vector<std::string>& args,
+                                  const std::function<const char*(const char*)>& getenv) {
+  Config c;
+  for (const Setting& s : Settings()) {
+    const char* v = *s.env ? getenv(s.env) : nullptr;
+    if (v == nullptr) continue;
+    std::string err = s.apply(c, v);
+    if (!err.empty()) return Status::Invalid(std::string(s.env) + " (--" + s.flag + ") " + err);
+  }
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") { c.show_help = true; continue; }
+    if (a == "--version") { c.show_version = true; continue; }
+    if (a.rfind("--", 0) != 0) return Status::Invalid("unexpected argument \"" + a + "\" (see --help)");
+    std::string name = a.substr(2), value;
+    bool has_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    const Setting* found = nullptr;
+    for (const Setting& s : Settings())
+      if (name == s.flag) found = &s;
+    if (found == nullptr) return Status::Invalid("unknown flag --" + name + " (see --help)");
+    if (!has_value) {
+      if (name == "allow-insecure-kubeconfig") {
+        value = "true";
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return Status::Invalid("--" + name + " needs a value");
+      }
+    }
+    std::string err = found->apply(c, value);
+    if (!err.empty()) {
+      std::string env = *found->env ? std::string(" (") + found->env + ")" : "";
+      return Status::Invalid("--" + name + env + " " + err);
+    }
+  }
+  return c;
+}
+
+// The --help text: usage and one entry per setting with its variable and default.
+inline std::string HelpText() {
+  std::string out =
+      "Usage: hostpath-provisioner [flags]\n"
+      "Provisions PersistentVolumes as directories under a host folder, and removes them when\n"
+      "their claims are deleted (reclaim policy Delete).\n\nFlags (each also read from its environment variable):\n";
+  for (const Setting& s : Settings()) {
+    out += std::string("  --") + s.flag + (*s.env ? std::string("  [$") + s.env + "]" : "") + "\n      " + s.help +
+           "\n      default: " + s.default_text + "\n";
+  }
+  out += "  --help\n      print this text and exit\n  --version\n      print the version and exit\n";
+  return out;
+}

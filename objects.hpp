@@ -1,0 +1,88 @@
+// Plain structs for the Kubernetes objects the provisioner reads and writes. Only the fields
+// it uses; no JSON here (k8s_json.hpp maps them). Field names follow the API's.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_;  // empty for cluster-scoped objects
+  std::string uid;
+  std::string resource_version;
+  std::map<std::string, std::string> annotations;
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> finalizers;
+  bool deleting = false;  // metadata.deletionTimestamp is set
+};
+
+struct StorageClass {
+  ObjectMeta meta;
+  std::string provisioner;
+  std::string reclaim_policy;       // "" means the API default, Delete
+  std::string volume_binding_mode;  // Immediate | WaitForFirstConsumer
+  std::map<std::string, std::string> parameters;
+  std::vector<std::string> mount_options;
+};
+
+struct Claim {
+  ObjectMeta meta;
+  bool has_storage_class_name = false;  // spec.storageClassName present (even "")
+  std::string storage_class_name;
+  std::vector<std::string> access_modes;
+  std::string volume_mode;       // "" means Filesystem
+  std::string storage_request;   // spec.resources.requests.storage, as written
+  std::string volume_name;       // spec.volumeName
+  bool has_selector = false;     // spec.selector present
+  bool has_data_source = false;  // spec.dataSource / dataSourceRef present
+  std::string phase;             // status.phase
+};
+
+struct ClaimRef {
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+};
+
+struct Volume {
+  ObjectMeta meta;
+  std::string capacity;  // spec.capacity.storage
+  std::vector<std::string> access_modes;
+  std::string volume_mode;
+  std::string storage_class_name;
+  std::string reclaim_policy;  // Retain | Delete | Recycle
+  std::vector<std::string> mount_options;
+  bool has_claim_ref = false;
+  ClaimRef claim_ref;
+  std::string host_path;       // spec.hostPath.path; empty if not a hostPath volume
+  std::string host_path_type;  // spec.hostPath.type
+  std::string phase;           // status.phase
+};
+
+// A core/v1 Event about an object (the "involvedObject").
+struct Event {
+  ObjectMeta meta;  // name and namespace of the Event itself
+  std::string involved_kind;
+  std::string involved_namespace;
+  std::string involved_name;
+  std::string involved_uid;
+  std::string involved_api_version = "v1";
+  std::string involved_resource_version;
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
+  int count = 1;
+  std::string first_timestamp;  // RFC 3339
+  std::string last_timestamp;
+  std::string source_component;
+};
+
+// Annotation and finalizer names the provisioner and the PV controller share.
+namespace ann {
+inline constexpr const char* kStorageProvisioner = "volume.kubernetes.io/storage-provisioner";
+inline constexpr const char* kBetaStorageProvisioner = "volume.beta.kubernetes.io/storage-provisioner";
+inline constexpr const char* kProvisionedBy = "pv.kubernetes.io/provisioned-by";
+inline constexpr const char* kSelectedNode = "volume.kubernetes.io/selected-node";
+inline constexpr const char* kBoundByController = "pv.kubernetes.io/bound-by-controller";
+inline constexpr const char* kProvisionerFinalizer = "external-provisioner.volume.kubernetes.io/finalizer";
+}  // namespace ann
