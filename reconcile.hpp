@@ -1,0 +1,245 @@
+// The provisioner's decisions, pure: (config, claim or volume, class, cache facts) -> action.
+// No I/O, no clock, no globals. The PV the program creates is built here, and tests build the
+// expected PV with the same function.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "objects.hpp"
+#include "quantity.hpp"
+
+// Event reasons, as `kubectl describe` shows them.
+namespace reason {
+inline constexpr const char* kProvisioningSucceeded = "ProvisioningSucceeded";
+inline constexpr const char* kProvisioningFailed = "ProvisioningFailed";
+inline constexpr const char* kVolumeFailedDelete = "VolumeFailedDelete";
+}  // namespace reason
+
+struct Action {
+  enum Kind {
+    kNothing,          // not ours, or nothing to do; `why` says which (for debug logs)
+    kProvision,        // make dir_name (dir_mode, owner), then create `volume`
+    kDelete,           // remove dir_name, then drop our finalizer and delete the PV
+    kDropFinalizer,    // the PV is going and its data must stay: only remove our finalizer
+    kFail,             // tell the user (event `reason`/`message` on the object) and retry later
+  };
+  Kind kind = kNothing;
+  std::string why;          // kNothing: a short explanation
+  std::string dir_name;     // kProvision/kDelete: the volume directory's name inside the root
+  unsigned dir_mode = 0;    // kProvision
+  int uid = -1, gid = -1;   // kProvision: owner of the directory; -1 = leave as created
+  Volume volume;            // kProvision: the PV to create
+  std::string reason;       // kFail: event reason
+  std::string message;      // kFail: event message (why, and what to do)
+};
+
+namespace reconcile_detail {
+
+inline Action Nothing(std::string why) {
+  Action a;
+  a.why = std::move(why);
+  return a;
+}
+
+inline Action Fail(const char* reason, std::string message) {
+  Action a;
+  a.kind = Action::kFail;
+  a.reason = reason;
+  a.message = std::move(message);
+  return a;
+}
+
+// A DNS-1123 label/subdomain as the API server enforces for namespaces and claim names:
+// lowercase letters, digits, '-' and '.', starting and ending alphanumeric. We check again
+// because the name becomes part of a path.
+inline bool SafeNamePart(const std::string& s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  return alnum(s.front()) && alnum(s.back()) && s.find("..") == std::string::npos;
+}
+
+inline bool ParseUnsigned(const std::string& s, int base, unsigned long max, unsigned long* out) {
+  if (s.empty() || s.size() > 12) return false;
+  unsigned long v = 0;
+  for (char c : s) {
+    int d = (c >= '0' && c <= '9') ? c - '0' : 99;
+    if (d >= base) return false;
+    v = v * base + d;
+  }
+  if (v > max) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace reconcile_detail
+
+// The name of a volume's directory inside the root: "<namespace>-<claim>-<pv name>", as the
+// README documents. Names longer than a directory name may be (255 bytes) have the claim part
+// cut, so the result is a function of these three strings only (deletion recomputes it).
+// Returns "" when a part is not a valid Kubernetes name (it would not be a safe path part).
+inline std::string VolumeDirName(const std::string& ns, const std::string& claim, const std::string& pv) {
+  using reconcile_detail::SafeNamePart;
+  if (!SafeNamePart(ns, 63) || !SafeNamePart(claim, 253) || !SafeNamePart(pv, 253)) return "";
+  std::string name = ns + "-" + claim + "-" + pv;
+  if (name.size() > 255) {
+    size_t keep = 255 - ns.size() - pv.size() - 2;
+    if (pv.size() + ns.size() + 3 > 255) return "";
+    name = ns + "-" + claim.substr(0, keep) + "-" + pv;
+  }
+  return name;
+}
+
+// The PV name for a claim: "pvc-<claim uid>", as Kubernetes' external provisioners name them.
+inline std::string VolumeNameFor(const Claim& claim) { return "pvc-" + claim.meta.uid; }
+
+// Does the claim ask for our provisioner? (the PV controller's annotation, or its beta twin)
+inline bool ClaimIsOurs(const Config& cfg, const Claim& claim) {
+  for (const char* key : {ann::kStorageProvisioner, ann::kBetaStorageProvisioner}) {
+    auto it = claim.meta.annotations.find(key);
+    if (it != claim.meta.annotations.end() && it->second == cfg.provisioner_name) return true;
+  }
+  return false;
+}
+
+// StorageClass parameters this provisioner understands, validated.
+struct ClassParameters {
+  int uid = -1, gid = -1;  // owner of new directories; -1 = root as created
+  bool has_mode = false;
+  unsigned mode = 0;       // octal mode of new directories, overrides the configured default
+};
+
+// Parses the class's parameters; an unknown key or a bad value is an error message.
+inline std::string ParseClassParameters(const StorageClass& sc, ClassParameters* out) {
+  using reconcile_detail::ParseUnsigned;
+  for (const auto& [key, value] : sc.parameters) {
+    unsigned long v = 0;
+    if (key == "uid" || key == "gid") {
+      if (!ParseUnsigned(value, 10, 2147483647UL, &v))
+        return "parameter " + key + "=\"" + value + "\" is not a numeric id (0 to 2147483647)";
+      (key == "uid" ? out->uid : out->gid) = static_cast<int>(v);
+    } else if (key == "mode") {
+      if (!ParseUnsigned(value, 8, 07777, &v))
+        return "parameter mode=\"" + value + "\" is not an octal mode like 0770";
+      out->has_mode = true;
+      out->mode = static_cast<unsigned>(v);
+    } else {
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid and mode)";
+    }
+  }
+  return "";
+}
+
+// The reclaim policy a new volume gets: the configured override, else the class's, else
+// Kubernetes' default, Delete.
+inline std::string ReclaimPolicyFor(const Config& cfg, const StorageClass& sc) {
+  if (!cfg.reclaim_policy.empty()) return cfg.reclaim_policy;
+  if (!sc.reclaim_policy.empty()) return sc.reclaim_policy;
+  return "Delete";
+}
+
+// The PV for a claim. `capacity` is the canonical quantity of the claim's request.
+inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc, const std::string& capacity) {
+  Volume v;
+  v.meta.name = VolumeNameFor(claim);
+  v.meta.annotations[ann::kProvisionedBy] = cfg.provisioner_name;
+  v.meta.finalizers = {ann::kProvisionerFinalizer};
+  v.capacity = capacity;
+  v.access_modes = claim.access_modes;
+  v.volume_mode = claim.volume_mode.empty() ? "Filesystem" : claim.volume_mode;
+  v.storage_class_name = sc.meta.name;
+  v.reclaim_policy = ReclaimPolicyFor(cfg, sc);
+  v.mount_options = sc.mount_options;
+  v.has_claim_ref = true;
+  v.claim_ref = {claim.meta.namespace_, claim.meta.name, claim.meta.uid};
+  v.host_path = cfg.pv_dir + "/" + VolumeDirName(claim.meta.namespace_, claim.meta.name, v.meta.name);
+  v.host_path_type = "Directory";
+  return v;
+}
+
+// What to do for a claim. `sc` is its class (nullptr if not in the cache); `existing` is the
+// PV named for it (nullptr if none).
+inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* existing) {
+  using reconcile_detail::Fail;
+  using reconcile_detail::Nothing;
+  if (!ClaimIsOurs(cfg, claim)) return Nothing("not annotated for " + cfg.provisioner_name);
+  if (claim.meta.deleting) return Nothing("being deleted");
+  if (!claim.volume_name.empty()) return Nothing("already names volume " + claim.volume_name);
+  if (!claim.phase.empty() && claim.phase != "Pending") return Nothing("phase is " + claim.phase);
+  if (existing != nullptr) return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
+  const char* failed = reason::kProvisioningFailed;
+  if (sc == nullptr)
+    return Fail(failed, "StorageClass \"" + claim.storage_class_name + "\" not found: create it, or use an existing class");
+  if (sc->provisioner != cfg.provisioner_name)
+    return Nothing("class " + sc->meta.name + " belongs to provisioner " + sc->provisioner);
+  if (claim.volume_mode == "Block")
+    return Fail(failed, "volumeMode Block is not supported: hostPath volumes are directories; use volumeMode Filesystem");
+  if (claim.has_selector)
+    return Fail(failed, "claims with spec.selector cannot be provisioned dynamically: remove the selector, or bind to an existing volume");
+  if (claim.has_data_source)
+    return Fail(failed, "spec.dataSource (cloning, snapshots) is not supported: remove it to get an empty volume");
+  ClassParameters params;
+  if (std::string err = ParseClassParameters(*sc, &params); !err.empty())
+    return Fail(failed, "StorageClass " + sc->meta.name + ": " + err + "; fix the class and recreate it");
+  if (claim.storage_request.empty())
+    return Fail(failed, "spec.resources.requests.storage is missing: say how much storage the claim needs");
+  Result<Quantity> q = ParseQuantity(claim.storage_request);
+  if (!q.ok())
+    return Fail(failed, "storage request \"" + claim.storage_request + "\" is not a valid quantity: " + q.status().message());
+  if (IsNegative(*q))
+    return Fail(failed, "storage request \"" + claim.storage_request + "\" is negative");
+  if (VolumeDirName(claim.meta.namespace_, claim.meta.name, VolumeNameFor(claim)).empty() ||
+      !reconcile_detail::SafeNamePart(claim.meta.uid, 128))
+    return Fail(failed, "namespace, name or uid is not a valid Kubernetes name; refusing to make a path of it");
+  Action a;
+  a.kind = Action::kProvision;
+  a.volume = BuildVolume(cfg, claim, *sc, CanonicalQuantity(*q));
+  a.dir_name = VolumeDirName(claim.meta.namespace_, claim.meta.name, a.volume.meta.name);
+  a.dir_mode = params.has_mode ? params.mode : cfg.dir_mode;
+  a.uid = params.uid;
+  a.gid = params.gid;
+  return a;
+}
+
+inline bool HasFinalizer(const ObjectMeta& m, const std::string& f) {
+  for (const auto& x : m.finalizers)
+    if (x == f) return true;
+  return false;
+}
+
+// What to do for a PV. Only PVs with our provisioned-by annotation are considered; the
+// directory to remove is recomputed from the root and the PV's name and claim, and must be
+// exactly what the PV's spec says, or we refuse.
+inline Action DecideVolume(const Config& cfg, const Volume& v) {
+  using reconcile_detail::Fail;
+  using reconcile_detail::Nothing;
+  auto by = v.meta.annotations.find(ann::kProvisionedBy);
+  if (by == v.meta.annotations.end() || by->second != cfg.provisioner_name) return Nothing("not provisioned by us");
+  bool finalizer = HasFinalizer(v.meta, ann::kProvisionerFinalizer);
+  if (v.meta.deleting && !finalizer) return Nothing("being deleted; nothing of ours holds it");
+  bool released = v.phase == "Released" || v.phase == "Failed";
+  if (v.meta.deleting && v.phase == "Bound") return Nothing("being deleted but still bound; waiting for the claim to go");
+  if (!released && !v.meta.deleting) return Nothing("phase is " + (v.phase.empty() ? std::string("unset") : v.phase));
+  if (v.reclaim_policy != "Delete") {
+    if (v.meta.deleting) {
+      Action a;
+      a.kind = Action::kDropFinalizer;
+      return a;
+    }
+    return Nothing("reclaim policy " + v.reclaim_policy + ": data is kept");
+  }
+  std::string dir = v.has_claim_ref ? VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name) : "";
+  const char* failed = reason::kVolumeFailedDelete;
+  if (dir.empty())
+    return Fail(failed, "cannot work out this volume's directory (claimRef missing or invalid); refusing to delete anything");
+  std::string expected = cfg.pv_dir + "/" + dir;
+  if (v.host_path != expected)
+    return Fail(failed, "hostPath \"" + v.host_path + "\" is not where this provisioner put volume " + v.meta.name +
+                            " (" + expected + "); refusing to delete it. Remove the data and the PV by hand if intended");
+  Action a;
+  a.kind = Action::kDelete;
+  a.dir_name = dir;
+  return a;
+}

@@ -1,0 +1,271 @@
+// The pure decisions: claim + class + config -> action; volume + config -> action.
+#include <catch2/catch.hpp>
+
+#include "reconcile.hpp"
+
+namespace {
+
+Config TestConfig() {
+  Config c;
+  c.pv_dir = "/var/kubernetes";
+  return c;
+}
+
+StorageClass OurClass() {
+  StorageClass sc;
+  sc.meta.name = "hostpath";
+  sc.provisioner = kDefaultProvisionerName;
+  return sc;
+}
+
+Claim OurClaim() {
+  Claim c;
+  c.meta.name = "data";
+  c.meta.namespace_ = "default";
+  c.meta.uid = "1b2c3d4e-0000-4000-8000-000000000001";
+  c.meta.annotations[ann::kStorageProvisioner] = kDefaultProvisionerName;
+  c.has_storage_class_name = true;
+  c.storage_class_name = "hostpath";
+  c.access_modes = {"ReadWriteOnce"};
+  c.storage_request = "1Gi";
+  c.phase = "Pending";
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a pending claim of our class is provisioned with the documented PV", "[reconcile]") {
+  Config cfg = TestConfig();
+  Claim claim = OurClaim();
+  StorageClass sc = OurClass();
+  sc.mount_options = {"noatime"};
+  Action a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.dir_name == "default-data-pvc-1b2c3d4e-0000-4000-8000-000000000001");
+  CHECK(a.dir_mode == 0777);
+  const Volume& v = a.volume;
+  CHECK(v.meta.name == "pvc-1b2c3d4e-0000-4000-8000-000000000001");
+  CHECK(v.meta.annotations.at(ann::kProvisionedBy) == kDefaultProvisionerName);
+  CHECK(v.meta.finalizers == std::vector<std::string>{ann::kProvisionerFinalizer});
+  CHECK(v.capacity == "1Gi");
+  CHECK(v.access_modes == claim.access_modes);
+  CHECK(v.volume_mode == "Filesystem");
+  CHECK(v.storage_class_name == "hostpath");
+  CHECK(v.reclaim_policy == "Delete");
+  CHECK(v.mount_options == std::vector<std::string>{"noatime"});
+  CHECK(v.claim_ref.namespace_ == "default");
+  CHECK(v.claim_ref.name == "data");
+  CHECK(v.claim_ref.uid == claim.meta.uid);
+  CHECK(v.host_path == "/var/kubernetes/default-data-pvc-1b2c3d4e-0000-4000-8000-000000000001");
+  CHECK(v.host_path_type == "Directory");
+}
+
+TEST_CASE("the beta provisioner annotation also makes a claim ours", "[reconcile]") {
+  Claim claim = OurClaim();
+  claim.meta.annotations.clear();
+  claim.meta.annotations[ann::kBetaStorageProvisioner] = kDefaultProvisionerName;
+  StorageClass sc = OurClass();
+  CHECK(DecideClaim(TestConfig(), claim, &sc, nullptr).kind == Action::kProvision);
+}
+
+TEST_CASE("capacity is the canonical quantity of the request", "[reconcile]") {
+  struct Row {
+    const char* request;
+    const char* capacity;
+  } rows[] = {{"1Gi", "1Gi"}, {"1.5Gi", "1536Mi"}, {"500M", "500M"}, {"1000M", "1G"}, {"100k", "100k"}, {"2e9", "2e9"}};
+  StorageClass sc = OurClass();
+  for (const Row& r : rows) {
+    Claim claim = OurClaim();
+    claim.storage_request = r.request;
+    Action a = DecideClaim(TestConfig(), claim, &sc, nullptr);
+    INFO(r.request);
+    REQUIRE(a.kind == Action::kProvision);
+    CHECK(a.volume.capacity == r.capacity);
+  }
+}
+
+TEST_CASE("reclaim policy: the override, else the class, else Delete", "[reconcile]") {
+  struct Row {
+    const char* name;
+    const char* configured;
+    const char* in_class;
+    const char* want;
+  } rows[] = {
+      {"default", "", "", "Delete"},
+      {"class says Retain", "", "Retain", "Retain"},
+      {"override wins", "Delete", "Retain", "Delete"},
+      {"override Retain", "Retain", "", "Retain"},
+  };
+  for (const Row& r : rows) {
+    Config cfg = TestConfig();
+    cfg.reclaim_policy = r.configured;
+    StorageClass sc = OurClass();
+    sc.reclaim_policy = r.in_class;
+    Action a = DecideClaim(cfg, OurClaim(), &sc, nullptr);
+    INFO(r.name);
+    REQUIRE(a.kind == Action::kProvision);
+    CHECK(a.volume.reclaim_policy == r.want);
+  }
+}
+
+TEST_CASE("claims that are not ours, or not pending, are left alone", "[reconcile]") {
+  StorageClass sc = OurClass();
+  Volume existing;
+  existing.meta.name = "pvc-1b2c3d4e-0000-4000-8000-000000000001";
+  struct Row {
+    const char* name;
+    void (*change)(Claim&);
+    bool with_existing;
+  } rows[] = {
+      {"no annotation", [](Claim& c) { c.meta.annotations.clear(); }, false},
+      {"another provisioner", [](Claim& c) { c.meta.annotations[ann::kStorageProvisioner] = "rancher.io/local-path"; }, false},
+      {"already bound", [](Claim& c) { c.volume_name = "pv-1"; }, false},
+      {"phase Bound", [](Claim& c) { c.phase = "Bound"; }, false},
+      {"being deleted", [](Claim& c) { c.meta.deleting = true; }, false},
+      {"PV already made", [](Claim&) {}, true},
+  };
+  for (const Row& r : rows) {
+    Claim claim = OurClaim();
+    r.change(claim);
+    INFO(r.name);
+    CHECK(DecideClaim(TestConfig(), claim, &sc, r.with_existing ? &existing : nullptr).kind == Action::kNothing);
+  }
+}
+
+TEST_CASE("a class of another provisioner is not ours even if the claim says so", "[reconcile]") {
+  StorageClass sc = OurClass();
+  sc.provisioner = "rancher.io/local-path";
+  CHECK(DecideClaim(TestConfig(), OurClaim(), &sc, nullptr).kind == Action::kNothing);
+}
+
+TEST_CASE("claims we cannot serve fail with a reason that says why", "[reconcile]") {
+  struct Row {
+    const char* name;
+    void (*claim)(Claim&);
+    void (*sc)(StorageClass&);
+    const char* says;
+  } rows[] = {
+      {"block mode", [](Claim& c) { c.volume_mode = "Block"; }, [](StorageClass&) {}, "volumeMode Block"},
+      {"selector", [](Claim& c) { c.has_selector = true; }, [](StorageClass&) {}, "spec.selector"},
+      {"data source", [](Claim& c) { c.has_data_source = true; }, [](StorageClass&) {}, "dataSource"},
+      {"unknown parameter", [](Claim&) {}, [](StorageClass& s) { s.parameters["size"] = "1"; }, "unknown parameter \"size\""},
+      {"bad uid", [](Claim&) {}, [](StorageClass& s) { s.parameters["uid"] = "-1"; }, "uid=\"-1\""},
+      {"bad mode", [](Claim&) {}, [](StorageClass& s) { s.parameters["mode"] = "0999"; }, "mode=\"0999\""},
+      {"no request", [](Claim& c) { c.storage_request = ""; }, [](StorageClass&) {}, "requests.storage is missing"},
+      {"bad quantity", [](Claim& c) { c.storage_request = "10Xi"; }, [](StorageClass&) {}, "\"10Xi\" is not a valid quantity"},
+      {"negative", [](Claim& c) { c.storage_request = "-1Gi"; }, [](StorageClass&) {}, "negative"},
+      {"bad namespace", [](Claim& c) { c.meta.namespace_ = "../etc"; }, [](StorageClass&) {}, "not a valid Kubernetes name"},
+      {"bad uid path", [](Claim& c) { c.meta.uid = "../../x"; }, [](StorageClass&) {}, "not a valid Kubernetes name"},
+  };
+  for (const Row& r : rows) {
+    Claim claim = OurClaim();
+    StorageClass sc = OurClass();
+    r.claim(claim);
+    r.sc(sc);
+    Action a = DecideClaim(TestConfig(), claim, &sc, nullptr);
+    INFO(r.name);
+    REQUIRE(a.kind == Action::kFail);
+    CHECK(a.reason == reason::kProvisioningFailed);
+    CHECK_THAT(a.message, Catch::Contains(r.says));
+  }
+  Action missing = DecideClaim(TestConfig(), OurClaim(), nullptr, nullptr);
+  REQUIRE(missing.kind == Action::kFail);
+  CHECK_THAT(missing.message, Catch::Contains("StorageClass \"hostpath\" not found"));
+}
+
+TEST_CASE("class parameters set owner and mode", "[reconcile]") {
+  StorageClass sc = OurClass();
+  sc.parameters = {{"uid", "1000"}, {"gid", "2000"}, {"mode", "0770"}};
+  Action a = DecideClaim(TestConfig(), OurClaim(), &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.uid == 1000);
+  CHECK(a.gid == 2000);
+  CHECK(a.dir_mode == 0770);
+}
+
+TEST_CASE("directory names are recomputable and safe", "[reconcile]") {
+  CHECK(VolumeDirName("default", "data", "pvc-1") == "default-data-pvc-1");
+  CHECK(VolumeDirName("", "data", "pvc-1").empty());
+  CHECK(VolumeDirName("default", "..", "pvc-1").empty());
+  CHECK(VolumeDirName("default", "a/b", "pvc-1").empty());
+  CHECK(VolumeDirName("default", "Data", "pvc-1").empty());
+  std::string long_claim(253, 'a');
+  std::string name = VolumeDirName("ns", long_claim, "pvc-1b2c3d4e-0000-4000-8000-000000000001");
+  CHECK(name.size() == 255);
+  CHECK(name.rfind("ns-aaa", 0) == 0);
+  CHECK(name.substr(name.size() - 41) == "-pvc-1b2c3d4e-0000-4000-8000-000000000001");
+}
+
+namespace {
+
+Volume Released() {
+  StorageClass sc = OurClass();
+  Action a = DecideClaim(TestConfig(), OurClaim(), &sc, nullptr);
+  Volume v = a.volume;
+  v.meta.uid = "pv-uid";
+  v.phase = "Released";
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("a released Delete volume of ours is deleted at the recomputed path", "[reconcile]") {
+  Action a = DecideVolume(TestConfig(), Released());
+  REQUIRE(a.kind == Action::kDelete);
+  CHECK(a.dir_name == "default-data-pvc-1b2c3d4e-0000-4000-8000-000000000001");
+}
+
+TEST_CASE("volumes are never deleted unless ours, released and Delete", "[reconcile]") {
+  struct Row {
+    const char* name;
+    void (*change)(Volume&);
+  } rows[] = {
+      {"bound", [](Volume& v) { v.phase = "Bound"; }},
+      {"available", [](Volume& v) { v.phase = "Available"; }},
+      {"retain", [](Volume& v) { v.reclaim_policy = "Retain"; }},
+      {"not ours", [](Volume& v) { v.meta.annotations[ann::kProvisionedBy] = "someone-else"; }},
+      {"no annotation", [](Volume& v) { v.meta.annotations.clear(); }},
+      {"deleting, still bound", [](Volume& v) { v.meta.deleting = true; v.phase = "Bound"; }},
+  };
+  for (const Row& r : rows) {
+    Volume v = Released();
+    r.change(v);
+    INFO(r.name);
+    CHECK(DecideVolume(TestConfig(), v).kind == Action::kNothing);
+  }
+}
+
+TEST_CASE("a PV of ours pointing anywhere else is refused, never deleted", "[reconcile]") {
+  const char* paths[] = {"/",
+                         "/etc",
+                         "/var/kubernetes",
+                         "/var/kubernetes/",
+                         "/var/kubernetes/../etc",
+                         "/var/kubernetes/default-other-pvc-1b2c3d4e-0000-4000-8000-000000000001",
+                         "/var/kubernetes/default-data-pvc-1b2c3d4e-0000-4000-8000-000000000001/..",
+                         "var/kubernetes/default-data-pvc-1b2c3d4e-0000-4000-8000-000000000001",
+                         ""};
+  for (const char* p : paths) {
+    Volume v = Released();
+    v.host_path = p;
+    Action a = DecideVolume(TestConfig(), v);
+    INFO(p);
+    REQUIRE(a.kind == Action::kFail);
+    CHECK(a.reason == reason::kVolumeFailedDelete);
+    CHECK_THAT(a.message, Catch::Contains("refusing"));
+  }
+  Volume no_ref = Released();
+  no_ref.has_claim_ref = false;
+  no_ref.claim_ref = {};
+  CHECK(DecideVolume(TestConfig(), no_ref).kind == Action::kFail);
+}
+
+TEST_CASE("a PV deleted by hand: Delete volumes are cleaned, Retain only released", "[reconcile]") {
+  Volume v = Released();
+  v.meta.deleting = true;
+  CHECK(DecideVolume(TestConfig(), v).kind == Action::kDelete);
+  v.reclaim_policy = "Retain";
+  CHECK(DecideVolume(TestConfig(), v).kind == Action::kDropFinalizer);
+  v.meta.finalizers.clear();
+  CHECK(DecideVolume(TestConfig(), v).kind == Action::kNothing);
+}
