@@ -1,0 +1,140 @@
+// The work queue: keys, not objects. A key waits in the queue at most once (adding it again
+// while it waits does nothing), may be added after a delay, and failed keys come back after a
+// per-key exponential backoff (capped, jittered) until Forget() clears their count.
+// Thread-safe. Get() sleeps until a key is due: an idle queue wakes nobody.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+class WorkQueue {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  WorkQueue(std::chrono::milliseconds base = std::chrono::milliseconds(500),
+            std::chrono::milliseconds cap = std::chrono::minutes(5))
+      : base_(base), cap_(cap), rng_(std::random_device{}()) {}
+
+  // Makes `key` due now (unless it is already waiting to run now).
+  void Add(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    AddLocked(key);
+    cv_.notify_one();
+  }
+
+  // Makes `key` due after `delay` (an earlier pending time wins).
+  void AddAfter(const std::string& key, std::chrono::milliseconds delay) {
+    if (delay.count() <= 0) return Add(key);
+    std::lock_guard<std::mutex> lock(mu_);
+    Clock::time_point at = Clock::now() + delay;
+    auto it = delayed_at_.find(key);
+    if (it != delayed_at_.end()) {
+      if (it->second <= at) return;
+      delayed_.erase({it->second, key});
+    }
+    delayed_at_[key] = at;
+    delayed_.insert({at, key});
+    cv_.notify_one();
+  }
+
+  // Requeues `key` after its next backoff step: base * 2^failures, capped, +-20% jitter.
+  // `at_least` (e.g. a server's Retry-After) raises the delay. Returns the delay used.
+  std::chrono::milliseconds AddRateLimited(const std::string& key,
+                                           std::chrono::milliseconds at_least = std::chrono::milliseconds(0)) {
+    std::chrono::milliseconds delay;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      int n = failures_[key]++;
+      double ms = static_cast<double>(base_.count());
+      for (int i = 0; i < n && ms < cap_.count(); ++i) ms *= 2;
+      if (ms > cap_.count()) ms = static_cast<double>(cap_.count());
+      std::uniform_real_distribution<double> jitter(0.8, 1.2);
+      delay = std::chrono::milliseconds(static_cast<long>(ms * jitter(rng_)));
+      if (delay < at_least) delay = at_least;
+    }
+    AddAfter(key, delay);
+    return delay;
+  }
+
+  // Clears the key's failure count (after success or when the object is gone).
+  void Forget(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failures_.erase(key);
+  }
+
+  int Failures(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = failures_.find(key);
+    return it == failures_.end() ? 0 : it->second;
+  }
+
+  // Blocks until a key is due, and returns it; returns false once ShutDown() was called.
+  bool Get(std::string* key) {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (shutdown_) return false;
+      PromoteDueLocked();
+      if (!ready_.empty()) {
+        *key = std::move(ready_.front());
+        ready_.pop_front();
+        queued_.erase(*key);
+        return true;
+      }
+      if (delayed_.empty()) {
+        cv_.wait(lock);
+      } else {
+        cv_.wait_until(lock, delayed_.begin()->first);
+      }
+    }
+  }
+
+  // Keys due now plus keys waiting for a delay (for metrics).
+  size_t Depth() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ready_.size() + delayed_.size();
+  }
+
+  void ShutDown() {
+    std::lock_guard<std::mutex> lock(mu_);
+    shutdown_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  void AddLocked(const std::string& key) {
+    auto it = delayed_at_.find(key);
+    if (it != delayed_at_.end()) {
+      delayed_.erase({it->second, key});
+      delayed_at_.erase(it);
+    }
+    if (queued_.insert(key).second) ready_.push_back(key);
+  }
+
+  void PromoteDueLocked() {
+    Clock::time_point now = Clock::now();
+    while (!delayed_.empty() && delayed_.begin()->first <= now) {
+      std::string key = delayed_.begin()->second;
+      delayed_.erase(delayed_.begin());
+      delayed_at_.erase(key);
+      if (queued_.insert(key).second) ready_.push_back(key);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> ready_;
+  std::unordered_set<std::string> queued_;
+  std::set<std::pair<Clock::time_point, std::string>> delayed_;
+  std::unordered_map<std::string, Clock::time_point> delayed_at_;
+  std::unordered_map<std::string, int> failures_;
+  std::chrono::milliseconds base_, cap_;
+  std::mt19937 rng_;
+  bool shutdown_ = false;
+};

@@ -1,0 +1,92 @@
+// Environment + flags -> Config: defaults, precedence, and values that must be refused.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "config.hpp"
+
+namespace {
+
+Result<Config> Parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  return ParseConfig(args, [&env](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+}
+
+}  // namespace
+
+TEST_CASE("defaults are the documented ones", "[config]") {
+  Result<Config> c = Parse({});
+  REQUIRE(c.ok());
+  CHECK(c->pv_dir == "/var/kubernetes");
+  CHECK(c->reclaim_policy.empty());
+  CHECK(c->provisioner_name == "hostpath-provisioner.io/hostpath");
+  CHECK(c->dir_mode == 0777);
+  CHECK(c->metrics_address == ":8080");
+  CHECK(c->serviceaccount_dir == "/var/run/secrets/kubernetes.io/serviceaccount");
+}
+
+TEST_CASE("environment variables set values and flags win over them", "[config]") {
+  Result<Config> c = Parse({"--pv-dir", "/data/pv", "--reclaim-policy=Delete"},
+                           {{"PV_DIR", "/srv/k8s"}, {"PV_RECLAIM_POLICY", "Retain"}, {"PROVISIONER_NAME", "example.com/hp"},
+                            {"PV_DIR_MODE", "0775"}});
+  REQUIRE(c.ok());
+  CHECK(c->pv_dir == "/data/pv");
+  CHECK(c->reclaim_policy == "Delete");
+  CHECK(c->provisioner_name == "example.com/hp");
+  CHECK(c->dir_mode == 0775);
+}
+
+TEST_CASE("PV_DIR is normalised", "[config]") {
+  struct Row {
+    const char* in;
+    const char* out;
+  } rows[] = {{"/var/kubernetes/", "/var/kubernetes"}, {"//srv//pv/./", "/srv/pv"}, {"/a", "/a"}};
+  for (const Row& r : rows) {
+    Result<Config> c = Parse({}, {{"PV_DIR", r.in}});
+    INFO(r.in);
+    REQUIRE(c.ok());
+    CHECK(c->pv_dir == r.out);
+  }
+}
+
+TEST_CASE("bad values are refused with a message naming the setting", "[config]") {
+  struct Row {
+    const char* name;
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    const char* says;
+  } rows[] = {
+      {"reclaim policy", {}, {{"PV_RECLAIM_POLICY", "Recycle"}}, "PV_RECLAIM_POLICY (--reclaim-policy) must be Retain or Delete"},
+      {"reclaim flag", {"--reclaim-policy", "delete"}, {}, "--reclaim-policy (PV_RECLAIM_POLICY) must be Retain or Delete"},
+      {"root dir", {}, {{"PV_DIR", "/"}}, "PV_DIR (--pv-dir) must not be \"/\""},
+      {"root via dots", {}, {{"PV_DIR", "//./"}}, "must not be \"/\""},
+      {"relative dir", {"--pv-dir=data"}, {}, "must be an absolute path"},
+      {"dotdot dir", {"--pv-dir=/var/../etc"}, {}, "without \"..\""},
+      {"mode", {"--dir-mode=0999"}, {}, "must be an octal mode"},
+      {"unknown flag", {"--pv-path=/x"}, {}, "unknown flag --pv-path"},
+      {"missing value", {"--pv-dir"}, {}, "--pv-dir needs a value"},
+      {"stray argument", {"run"}, {}, "unexpected argument \"run\""},
+      {"log format", {"--log-format=xml"}, {}, "must be text or json"},
+      {"verbosity", {"--v=x"}, {}, "must be a whole number"},
+  };
+  for (const Row& r : rows) {
+    Result<Config> c = Parse(r.args, r.env);
+    INFO(r.name);
+    REQUIRE_FALSE(c.ok());
+    CHECK_THAT(c.status().message(), Catch::Contains(r.says));
+  }
+}
+
+TEST_CASE("--help lists every setting with its variable and default", "[config]") {
+  std::string help = HelpText();
+  for (const Setting& s : Settings()) {
+    CHECK_THAT(help, Catch::Contains(std::string("--") + s.flag));
+    if (*s.env) CHECK_THAT(help, Catch::Contains(std::string("$") + s.env));
+    CHECK_THAT(help, Catch::Contains(s.default_text));
+  }
+  Result<Config> c = Parse({"--help"});
+  REQUIRE(c.ok());
+  CHECK(c->show_help);
+}

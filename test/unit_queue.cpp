@@ -1,0 +1,66 @@
+// The work queue: deduplication, delays, backoff growth and cap, shutdown.
+#include <catch2/catch.hpp>
+
+#include <thread>
+
+#include "queue.hpp"
+
+using std::chrono::milliseconds;
+
+TEST_CASE("a key waits at most once", "[queue]") {
+  WorkQueue q;
+  q.Add("a");
+  q.Add("b");
+  q.Add("a");
+  CHECK(q.Depth() == 2);
+  std::string k;
+  REQUIRE(q.Get(&k));
+  CHECK(k == "a");
+  REQUIRE(q.Get(&k));
+  CHECK(k == "b");
+  CHECK(q.Depth() == 0);
+}
+
+TEST_CASE("a delayed key comes when due, and Add makes it due now", "[queue]") {
+  WorkQueue q;
+  q.AddAfter("late", milliseconds(50));
+  q.AddAfter("later", milliseconds(100000));
+  auto start = std::chrono::steady_clock::now();
+  std::string k;
+  REQUIRE(q.Get(&k));
+  CHECK(k == "late");
+  CHECK(std::chrono::steady_clock::now() - start >= milliseconds(50));
+  q.Add("later");
+  REQUIRE(q.Get(&k));
+  CHECK(k == "later");
+  CHECK(q.Depth() == 0);
+}
+
+TEST_CASE("backoff doubles per failure, is capped, and Forget resets it", "[queue]") {
+  WorkQueue q(milliseconds(100), milliseconds(1000));
+  std::vector<long> delays;
+  for (int i = 0; i < 6; ++i) delays.push_back(q.AddRateLimited("k").count());
+  // 100, 200, 400, 800, 1000, 1000 with +-20% jitter
+  long want[] = {100, 200, 400, 800, 1000, 1000};
+  for (int i = 0; i < 6; ++i) {
+    INFO(i);
+    CHECK(delays[i] >= want[i] * 8 / 10);
+    CHECK(delays[i] <= want[i] * 12 / 10);
+  }
+  CHECK(q.Failures("k") == 6);
+  CHECK(q.AddRateLimited("k", milliseconds(5000)).count() == 5000);  // Retry-After wins
+  q.Forget("k");
+  CHECK(q.Failures("k") == 0);
+  CHECK(q.AddRateLimited("k").count() <= 120);
+}
+
+TEST_CASE("ShutDown wakes a waiting Get", "[queue]") {
+  WorkQueue q;
+  std::thread t([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    q.ShutDown();
+  });
+  std::string k;
+  CHECK_FALSE(q.Get(&k));
+  t.join();
+}
