@@ -150,6 +150,12 @@ class Parser {
     return Col() == 0 && (s_.compare(pos_, 3, "---") == 0 || s_.compare(pos_, 3, "...") == 0) && IsWsOrEnd(Peek(3));
   }
   bool AtSeqEntry() const { return Peek() == '-' && IsWsOrEnd(Peek(1)); }
+  // The character here, whole (the input is valid UTF-8), quoted for a message.
+  std::string Quoted() const {
+    unsigned char c = Peek();
+    size_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc0 ? 2 : 1;
+    return "'" + s_.substr(pos_, len) + "'";
+  }
 
   // Drops CRs of CRLF line ends and a leading BOM; refuses invalid bytes.
   bool Prepare() {
@@ -171,7 +177,7 @@ class Parser {
     SkipComment();
     if (AtLineEnd()) return true;
     if (Peek() == ':') return Fail("unexpected ':' (quote a value that contains \": \")");
-    return Fail(std::string("unexpected '") + Peek() + "' after a value");
+    return Fail("unexpected " + Quoted() + " after a value");
   }
 
   // Moves to the first character of the next line with content (skipping blank and comment
@@ -285,13 +291,13 @@ class Parser {
 
   bool ParseKey(std::string* key) {
     size_t colon = 0;
+    if (Peek() == '?' && IsWsOrEnd(Peek(1))) return Fail("complex keys (?) are not supported");
     if (!LooksLikeKey(&colon)) return Fail("expected \"key: value\" at this indentation");
     if (Peek() == '"' || Peek() == '\'') {
       if (!ParseQuoted(key)) return false;
       SkipBlanks();
     } else {
-      if (Peek() == ':') return Fail("empty keys are not supported");
-      if (Peek() == '?' && IsWsOrEnd(Peek(1))) return Fail("complex keys (?) are not supported");
+      if (colon == pos_) return Fail("empty keys are not supported");
       size_t end = colon;
       while (IsBlank(s_[end - 1])) --end;
       *key = s_.substr(pos_, end - pos_);
@@ -486,7 +492,7 @@ class Parser {
       }
       if ((cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) return Fail("invalid code point in escape");
     } else {
-      return Fail(std::string("invalid escape \\") + (AtLineEnd() ? std::string() : std::string(1, e)));
+      return Fail("invalid escape \\" + (AtLineEnd() ? std::string() : Quoted().substr(1, Quoted().size() - 2)));
     }
     AppendUtf8(cp, out);
     return true;
@@ -508,7 +514,7 @@ class Parser {
     while (!AtEnd()) {
       Mark m = Save();
       Adv();  // '\n'
-      if (AtDocMarker()) { Restore(m); break; }
+      if (AtEnd() || AtDocMarker()) { Restore(m); break; }
       while (Peek() == ' ') Adv();
       size_t rest = pos_;
       while (IsBlank(Peek())) Adv();
@@ -520,11 +526,14 @@ class Parser {
       while (!AtLineEnd()) Adv();
       lines.push_back(s_.substr(line_start_ + indent, pos_ - line_start_ - indent));
     }
-    *out = picojson::value(AssembleBlockScalar(lines, folded, chomp));
+    // A last text line at the very end of the input has no line break to keep.
+    bool final_break = !(AtEnd() && s_.back() != '\n' && !lines.empty() && !lines.back().empty());
+    *out = picojson::value(AssembleBlockScalar(lines, folded, chomp, final_break));
     return true;
   }
 
-  static std::string AssembleBlockScalar(const std::vector<std::string>& lines, bool folded, char chomp) {
+  static std::string AssembleBlockScalar(const std::vector<std::string>& lines, bool folded, char chomp,
+                                         bool final_break) {
     size_t last = lines.size();  // last non-empty line
     while (last > 0 && lines[last - 1].empty()) --last;
     std::string out;
@@ -541,8 +550,8 @@ class Parser {
       prev_normal = !more_indented, pending = 0, first = false;
     }
     size_t trailing = lines.size() - last;
-    if (chomp == '+') out.append(last > 0 ? trailing + 1 : trailing, '\n');
-    else if (chomp == ' ' && last > 0) out += '\n';
+    if (chomp == '+') out.append(last > 0 && final_break ? trailing + 1 : trailing, '\n');
+    else if (chomp == ' ' && last > 0 && final_break) out += '\n';
     return out;
   }
 
@@ -602,7 +611,7 @@ class Parser {
       }
       if (!SkipFlowSpace(start_line)) return false;
       if (Peek() == close) break;
-      if (Peek() != ',') return Fail(std::string("expected ',' or '") + close + "', found '" + Peek() + "'");
+      if (Peek() != ',') return Fail(std::string("expected ',' or '") + close + "', found " + Quoted());
       Adv();
     }
     Adv();  // close
@@ -614,6 +623,7 @@ class Parser {
     char c = Peek();
     if (c == '[' || c == '{') return Fail("complex keys (collections as keys) are not supported");
     if (c == ':') return Fail("empty keys are not supported");
+    if (c == '|' || c == '>') return Fail("block scalars are not allowed inside [ ] or { }");
     if (!CheckNodeStart()) return false;
     if (c == '"' || c == '\'') return ParseQuoted(key);
     ParsePlain(-1, true, key);
