@@ -1,0 +1,250 @@
+// What the real API server does to an object before storing it: defaulting (pkg/apis/*/v1
+// defaults.go), the registry strategies' status reset, admission plugins (DefaultStorageClass,
+// StorageObjectInUseProtection) and validation (pkg/apis/core/validation/validation.go),
+// reduced to the fields our clients use.
+#pragma once
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "test/fake_store.hpp"
+
+namespace fake {
+
+inline constexpr const char* kPvcProtectionFinalizer = "kubernetes.io/pvc-protection";
+inline constexpr const char* kPvProtectionFinalizer = "kubernetes.io/pv-protection";
+inline constexpr const char* kIsDefaultClass = "storageclass.kubernetes.io/is-default-class";
+inline constexpr const char* kBetaIsDefaultClass = "storageclass.beta.kubernetes.io/is-default-class";
+
+namespace admission_detail {
+
+inline const char* kSubdomainMsg =
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
+    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+inline const char* kLabelMsg =
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
+    "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
+    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+}  // namespace admission_detail
+
+// IsDNS1123Subdomain / IsDNS1123Label: the errors for `value` at `field` (none when valid).
+inline std::vector<FieldError> CheckSubdomain(const std::string& field, const std::string& value) {
+  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
+  std::vector<FieldError> errs;
+  if (value.size() > 253) errs.push_back(InvalidValue(field, value, "must be no more than 253 characters"));
+  if (!std::regex_match(value, re)) errs.push_back(InvalidValue(field, value, admission_detail::kSubdomainMsg));
+  return errs;
+}
+inline std::vector<FieldError> CheckLabel(const std::string& field, const std::string& value) {
+  static const std::regex re("[a-z0-9]([-a-z0-9]*[a-z0-9])?");
+  std::vector<FieldError> errs;
+  if (value.size() > 63) errs.push_back(InvalidValue(field, value, "must be no more than 63 characters"));
+  if (!std::regex_match(value, re)) errs.push_back(InvalidValue(field, value, admission_detail::kLabelMsg));
+  return errs;
+}
+
+namespace admission_detail {
+
+inline void Append(std::vector<FieldError>& to, const std::vector<FieldError>& from) {
+  to.insert(to.end(), from.begin(), from.end());
+}
+
+inline const std::vector<std::string>& AccessModes() {
+  static const std::vector<std::string> m = {"ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"};
+  return m;
+}
+
+inline void CheckAccessModes(const Json& spec, const std::string& field, std::vector<FieldError>& errs,
+                             const std::string& required_detail) {
+  auto modes = StringList(spec, {"accessModes"});
+  if (modes.empty()) errs.push_back(Required(field, required_detail));
+  for (const auto& m : modes)
+    if (std::find(AccessModes().begin(), AccessModes().end(), m) == AccessModes().end())
+      errs.push_back(NotSupported(field, m, AccessModes()));
+}
+
+// validatePathNoBacksteps: no ".." path element.
+inline bool HasBackstep(const std::string& path) {
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    if (path.compare(i, j - i, "..") == 0 && j - i == 2) return true;
+    i = j + 1;
+  }
+  return false;
+}
+
+inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
+  Json spec = Path(pv, {"spec"}) ? *Path(pv, {"spec"}) : Json(JsonObject());
+  CheckAccessModes(spec, "spec.accessModes", errs, "");
+  const Json* cap = Member(spec, "capacity");
+  if (cap == nullptr || !cap->is<JsonObject>() || cap->get<JsonObject>().empty()) {
+    errs.push_back(Required("spec.capacity"));
+  } else if (Member(*cap, "storage") == nullptr || cap->get<JsonObject>().size() > 1) {
+    errs.push_back(NotSupported("spec.capacity", cap->get<JsonObject>().begin()->first, {"storage"}));
+  }
+  static const char* kSources[] = {"hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "nfs",
+                                   "rbd", "quobyte", "cinder", "cephfs", "fc", "flocker", "flexVolume",
+                                   "azureFile", "vsphereVolume", "azureDisk", "photonPersistentDisk",
+                                   "portworxVolume", "scaleIO", "local", "storageos", "csi", "iscsi"};
+  int sources = 0;
+  for (const char* s : kSources) {
+    if (Member(spec, s) == nullptr) continue;
+    if (++sources > 1) errs.push_back(Forbidden(std::string("spec.") + s, "may not specify more than 1 volume type"));
+  }
+  if (sources == 0) errs.push_back(Required("spec", "must specify a volume type"));
+  if (const Json* hp = Member(spec, "hostPath")) {
+    std::string path = Str(*hp, {"path"});
+    if (path.empty()) errs.push_back(Required("spec.hostPath.path"));
+    if (HasBackstep(path)) errs.push_back(InvalidValue("spec.hostPath.path", path, "must not contain '..'"));
+    std::string type = Str(*hp, {"type"});
+    static const std::vector<std::string> kTypes = {"", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate",
+                                                    "File", "FileOrCreate", "Socket"};
+    if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end())
+      errs.push_back(NotSupported("spec.hostPath.type", type, kTypes));
+  }
+  std::string policy = Str(spec, {"persistentVolumeReclaimPolicy"});
+  if (policy != "Retain" && policy != "Delete" && policy != "Recycle")
+    errs.push_back(NotSupported("spec.persistentVolumeReclaimPolicy", policy, {"Delete", "Recycle", "Retain"}));
+  std::string sc = Str(spec, {"storageClassName"});
+  if (!sc.empty()) Append(errs, CheckSubdomain("spec.storageClassName", sc));
+}
+
+inline void ValidatePvc(const Json& pvc, std::vector<FieldError>& errs) {
+  Json spec = Path(pvc, {"spec"}) ? *Path(pvc, {"spec"}) : Json(JsonObject());
+  CheckAccessModes(spec, "spec.accessModes", errs, "at least 1 access mode is required");
+  std::string storage = Str(spec, {"resources", "requests", "storage"});
+  if (storage.empty()) {
+    errs.push_back(Required("spec.resources[storage]"));
+  } else if (std::isnan(ParseQuantity(storage)) || ParseQuantity(storage) <= 0) {
+    errs.push_back(InvalidValue("spec.resources[storage]", storage, "must be greater than zero"));
+  }
+  std::string sc = Str(spec, {"storageClassName"});
+  if (!sc.empty()) Append(errs, CheckSubdomain("spec.storageClassName", sc));
+}
+
+// legacyValidateEvent: involvedObject.namespace must match the event's namespace; an event
+// about a cluster-scoped object lives in "default" (or has no namespace).
+inline void ValidateEvent(const Json& ev, std::vector<FieldError>& errs) {
+  std::string ns = Str(ev, {"metadata", "namespace"});
+  std::string involved = Str(ev, {"involvedObject", "namespace"});
+  if (involved.empty()) {
+    if (!ns.empty() && ns != "default")
+      errs.push_back(InvalidValue("involvedObject.namespace", involved, "does not match event.namespace"));
+  } else if (involved != ns) {
+    errs.push_back(InvalidValue("involvedObject.namespace", involved, "does not match event.namespace"));
+  }
+}
+
+inline void ValidateStorageClass(const Json& sc, std::vector<FieldError>& errs) {
+  if (Str(sc, {"provisioner"}).empty()) errs.push_back(Required("provisioner"));
+  std::string mode = Str(sc, {"volumeBindingMode"});
+  if (mode != "Immediate" && mode != "WaitForFirstConsumer")
+    errs.push_back(NotSupported("volumeBindingMode", mode, {"Immediate", "WaitForFirstConsumer"}));
+  std::string policy = Str(sc, {"reclaimPolicy"});
+  if (policy != "Retain" && policy != "Delete")
+    errs.push_back(NotSupported("reclaimPolicy", policy, {"Delete", "Retain"}));
+}
+
+}  // namespace admission_detail
+
+// The validation errors of obj (already defaulted) as type t; empty when valid.
+inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) {
+  using namespace admission_detail;
+  std::vector<FieldError> errs;
+  std::string name = Str(obj, {"metadata", "name"});
+  if (name.empty()) {
+    errs.push_back(Required("metadata.name", "name or generateName is required"));
+  } else if (t.plural == "namespaces") {
+    Append(errs, CheckLabel("metadata.name", name));
+  } else {
+    Append(errs, CheckSubdomain("metadata.name", name));
+  }
+  if (t.plural == "persistentvolumes") ValidatePv(obj, errs);
+  if (t.plural == "persistentvolumeclaims") ValidatePvc(obj, errs);
+  if (t.plural == "events") ValidateEvent(obj, errs);
+  if (t.plural == "storageclasses") ValidateStorageClass(obj, errs);
+  return errs;
+}
+
+// The defaults the real API server fills in (SetDefaults_* for the fields our clients see).
+inline void ApplyDefaults(const ResourceType& t, Json& obj) {
+  auto set_if_missing = [](JsonObject& o, const char* key, const char* value) {
+    if (o.count(key) == 0) o[key] = Json(value);
+  };
+  if (t.plural == "persistentvolumes") {
+    JsonObject& spec = Obj(obj, {"spec"});
+    set_if_missing(spec, "persistentVolumeReclaimPolicy", "Retain");
+    set_if_missing(spec, "volumeMode", "Filesystem");
+  } else if (t.plural == "persistentvolumeclaims") {
+    set_if_missing(Obj(obj, {"spec"}), "volumeMode", "Filesystem");
+  } else if (t.plural == "storageclasses") {
+    JsonObject& o = obj.get<JsonObject>();
+    set_if_missing(o, "reclaimPolicy", "Delete");
+    set_if_missing(o, "volumeBindingMode", "Immediate");
+  } else if (t.plural == "namespaces") {
+    JsonObject& spec = Obj(obj, {"spec"});
+    if (spec.count("finalizers") == 0) spec["finalizers"] = StringArray({"kubernetes"});
+    set_if_missing(Obj(obj, {"status"}), "phase", "Active");
+  }
+}
+
+inline void AddFinalizer(Json& obj, const std::string& finalizer) {
+  auto fin = StringList(obj, {"metadata", "finalizers"});
+  if (std::find(fin.begin(), fin.end(), finalizer) == fin.end()) fin.push_back(finalizer);
+  Meta(obj)["finalizers"] = StringArray(fin);
+}
+
+// Removes finalizer; drops the list when it becomes empty. True when it was there.
+inline bool RemoveFinalizer(Json& obj, const std::string& finalizer) {
+  auto fin = StringList(obj, {"metadata", "finalizers"});
+  auto it = std::find(fin.begin(), fin.end(), finalizer);
+  if (it == fin.end()) return false;
+  fin.erase(it);
+  if (fin.empty())
+    Meta(obj).erase("finalizers");
+  else
+    Meta(obj)["finalizers"] = StringArray(fin);
+  return true;
+}
+
+// The default StorageClass's name (the newest of those annotated default), or "".
+inline std::string DefaultClassName(Store& s) {
+  std::string best, best_time;
+  for (const auto& [key, sc] : s.bucket("storageclasses").objects) {
+    if (Annotation(sc, kIsDefaultClass) != "true" && Annotation(sc, kBetaIsDefaultClass) != "true") continue;
+    std::string created = Str(sc, {"metadata", "creationTimestamp"});
+    if (best.empty() || created > best_time || (created == best_time && key < best)) {
+      best = key;
+      best_time = created;
+    }
+  }
+  return best;
+}
+
+// Create-time strategy and admission: status reset (PrepareForCreate), protection finalizers,
+// DefaultStorageClass. Callers hold s.mu.
+inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
+  if (t.plural == "persistentvolumeclaims") {
+    JsonObject status;
+    status["phase"] = Json("Pending");
+    obj.get<JsonObject>()["status"] = Json(status);
+    AddFinalizer(obj, kPvcProtectionFinalizer);
+    JsonObject& spec = Obj(obj, {"spec"});
+    if (spec.count("storageClassName") == 0 || spec["storageClassName"].is<picojson::null>()) {
+      std::string def = DefaultClassName(s);
+      if (!def.empty()) spec["storageClassName"] = Json(def);
+    }
+  } else if (t.plural == "persistentvolumes") {
+    JsonObject status;
+    status["phase"] = Json("Pending");
+    status["lastPhaseTransitionTime"] = Json(NowRfc3339());
+    obj.get<JsonObject>()["status"] = Json(status);
+    AddFinalizer(obj, kPvProtectionFinalizer);
+  }
+}
+
+}  // namespace fake

@@ -1,0 +1,1128 @@
+// A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
+// authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
+// uses (Status bodies, resourceVersion, conflicts, finalizers, patches), watches served from a
+// bounded history as the watch cache does, the PV controller, and test controls under /fake/
+// (fault injection, dropped watches, compaction, pause, delay, token rotation, request log).
+//
+// Usage in a test:
+//   fake::ApiServer api({.dir = tmpdir});
+//   REQUIRE(api.Start().ok());   // writes DIR/ca.crt, kubeconfigs, serviceaccount/, port
+//   ... talk to https://127.0.0.1:api.port() with api.admin_token() or api.sa_token() ...
+//   api.Stop();                 // also done by the destructor
+#pragma once
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "httplib.h"
+#include "test/fake_admission.hpp"
+#include "test/fake_pvcontroller.hpp"
+#include "test/fake_rbac.hpp"
+#include "test/fake_requestinfo.hpp"
+#include "test/fake_store.hpp"
+#include "test/fake_tls.hpp"
+
+namespace fake {
+
+struct ApiServerOptions {
+  std::string dir;                      // created; receives ca.crt, kubeconfigs, serviceaccount/, port
+  int port = 0;                         // 0: any free port
+  std::vector<std::string> rbac_files;  // empty: the service account may do everything
+  std::string sa_namespace = "kube-system";
+  std::string sa_name = "hostpath-provisioner";
+  size_t history = 10000;    // watch events kept per resource
+  int bookmark_seconds = 5;  // interval of BOOKMARK events for watches that allow them
+  int threads = 256;         // connections served at once (each open watch holds one)
+};
+
+// One answered request, as GET /fake/requests lists it.
+struct RequestRecord {
+  int64_t t_ns = 0;  // when it arrived, ns since the epoch
+  std::string user, verb, resource, subresource, ns, name;
+  int code = 0;
+};
+
+// A fault armed by POST /fake/faults.
+struct Fault {
+  std::string verb, resource;  // "" matches any
+  int code = 500;
+  int count = 1;
+  int retry_after = 0;
+  int delay_ms = 0;
+};
+
+class ApiServer {
+ public:
+  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_) {}
+  ~ApiServer() { Stop(); }
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Creates the directory and its files, binds 127.0.0.1:port and serves on a thread. Returns
+  // once requests are accepted. Errors: unwritable directory, unreadable RBAC file, bind failure.
+  Status Start();
+  // Ends every watch and stops serving; idempotent.
+  void Stop();
+
+  int port() const { return port_; }
+  std::string url() const { return "https://127.0.0.1:" + std::to_string(port_); }
+  const std::string& dir() const { return opts_.dir; }
+  std::string admin_token() const { return admin_token_; }
+  std::string sa_token() const {
+    std::lock_guard<std::mutex> l(auth_mu_);
+    return sa_token_;
+  }
+  std::string sa_user() const { return "system:serviceaccount:" + opts_.sa_namespace + ":" + opts_.sa_name; }
+
+  // Test controls, also reachable over HTTP under /fake/ (see HandleControl).
+  void AddFault(const Fault& f) {
+    std::lock_guard<std::mutex> l(ctl_mu_);
+    faults_.push_back(f);
+  }
+  void DropWatches() {
+    std::lock_guard<std::mutex> l(store_.mu);
+    ++watch_generation_;
+    store_.changed.notify_all();
+  }
+  void Compact() {
+    std::lock_guard<std::mutex> l(store_.mu);
+    store_.Compact();
+  }
+  void Pause(double seconds) {
+    std::lock_guard<std::mutex> l(store_.mu);
+    paused_until_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    store_.changed.notify_all();
+  }
+  void SetDelayMs(int ms) { delay_ms_ = ms; }
+  // Writes a new service-account token (atomically, by rename) and revokes the old one.
+  Status RotateToken();
+  std::vector<RequestRecord> Requests() const {
+    std::lock_guard<std::mutex> l(log_mu_);
+    return requests_;
+  }
+  void ResetRequests() {
+    std::lock_guard<std::mutex> l(log_mu_);
+    requests_.clear();
+    denials_.clear();
+  }
+  // The RBAC denials as a JSON array of {t_ns, user, verb, resource, namespace, name, message}.
+  std::string DenialsJson() const;
+  // Every request but /fake/ ones as a JSON array of {t_ns, user, verb, resource, namespace, name, code};
+  // resource includes "/status" for the subresource.
+  std::string RequestsJson() const;
+  // A copy of the stored object, or null Json.
+  Json GetObject(const std::string& plural, const std::string& ns, const std::string& name) {
+    std::lock_guard<std::mutex> l(store_.mu);
+    const Json* o = store_.Get(plural, ObjectKey(ns, name));
+    return o ? *o : Json();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  struct Reply {
+    int code = 200;
+    Json body;
+  };
+
+  Status WriteFiles();
+  void Dispatch(const httplib::Request& req, httplib::Response& res);
+  bool Authenticate(const httplib::Request& req, User& user);
+  void HandleControl(const httplib::Request& req, httplib::Response& res);
+  bool TakeFault(const RequestInfo& info, Fault& out);
+  void WaitWhilePaused();
+  Reply NonResource(const RequestInfo& info);
+  Reply Discovery(const RequestInfo& info);
+  Reply Get(const RequestInfo& info);
+  Reply List(const RequestInfo& info, const httplib::Request& req);
+  Reply Create(const RequestInfo& info, const std::string& body);
+  Reply Update(const RequestInfo& info, const std::string& body);
+  Reply Patch(const RequestInfo& info, const httplib::Request& req);
+  Reply Delete(const RequestInfo& info, const std::string& body);
+  Reply DeleteCollection(const RequestInfo& info, const httplib::Request& req);
+  Reply StoreUpdateLocked(const RequestInfo& info, Json proposed);
+  Reply DeleteLocked(const RequestInfo& info, const Json& options);
+  void Watch(const RequestInfo& info, const httplib::Request& req, httplib::Response& res);
+  void Record(const RequestRecord& r) {
+    std::lock_guard<std::mutex> l(log_mu_);
+    requests_.push_back(r);
+  }
+
+  ApiServerOptions opts_;
+  Store store_;
+  PvController ctl_;
+  Rbac rbac_;
+  bool rbac_enabled_ = false;
+  std::unique_ptr<httplib::SSLServer> server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::string ca_pem_;
+  std::string admin_token_;
+  mutable std::mutex auth_mu_;
+  std::string sa_token_;
+  std::mutex ctl_mu_;
+  std::vector<Fault> faults_;
+  std::atomic<int> delay_ms_{0};
+  // Guarded by store_.mu:
+  uint64_t watch_generation_ = 0;
+  bool stopping_ = false;
+  Clock::time_point paused_until_{};
+  mutable std::mutex log_mu_;
+  std::vector<RequestRecord> requests_;
+  std::vector<std::pair<RequestRecord, std::string>> denials_;  // with the message
+};
+
+// ---------------------------------------------------------------------------------------------
+namespace server_detail {
+
+inline Status WriteFileAtomic(const std::string& path, const std::string& content, mode_t mode = 0644) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) return Status::Error("cannot write " + tmp);
+    out << content;
+    if (!out.flush()) return Status::Error("cannot write " + tmp);
+  }
+  chmod(tmp.c_str(), mode);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return Status::Error("cannot rename " + tmp + " to " + path);
+  return Status::Ok();
+}
+
+// mkdir -p.
+inline Status MakeDirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i < path.size() && path[i] != '/') continue;
+    std::string prefix = path.substr(0, i);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return Status::Error("cannot create " + prefix);
+  }
+  return Status::Ok();
+}
+
+// A JSON string literal.
+inline std::string Quote(const std::string& s) { return Json(s).serialize(); }
+
+inline std::string Kubeconfig(const std::string& server, const std::string& ca, const std::string& user,
+                              const std::string& credential) {
+  return "apiVersion: v1\nkind: Config\nclusters:\n- name: fake\n  cluster:\n    server: " + server +
+         "\n    certificate-authority: " + ca + "\nusers:\n- name: " + user + "\n  user:\n    " + credential +
+         "\ncontexts:\n- name: fake\n  context:\n    cluster: fake\n    user: " + user +
+         "\n    namespace: default\ncurrent-context: fake\n";
+}
+
+inline std::string Hex(const std::string& s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) out += std::string{d[c >> 4], d[c & 15]};
+  return out;
+}
+inline std::string Unhex(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i + 1 < s.size(); i += 2) out += static_cast<char>(std::stoi(s.substr(i, 2), nullptr, 16));
+  return out;
+}
+
+inline std::string RandomSuffix() {
+  static const char* alphabet = "bcdfghjklmnpqrstvwxz2456789";  // apimachinery/pkg/util/rand
+  std::string hex = RandomHex(5), out;
+  for (char c : hex) out += alphabet[static_cast<unsigned char>(c) % 27];
+  return out;
+}
+
+// The Status of a failed create/update for invalid objects (errors.go NewInvalid).
+inline Json InvalidStatus(const ResourceType& t, const std::string& name, const std::vector<FieldError>& errs) {
+  Details d;
+  d.name = name;
+  d.group = t.group;
+  d.kind = t.kind;
+  std::string list;
+  for (const auto& e : errs) {
+    JsonObject c;
+    c["reason"] = Json(e.type);
+    c["message"] = Json(e.body);
+    c["field"] = Json(e.field);
+    d.causes.emplace_back(c);
+    list += (list.empty() ? "" : ", ") + e.Text();
+  }
+  std::string msg = t.QualifiedKind() + " \"" + name + "\" is invalid: " + (errs.size() == 1 ? list : "[" + list + "]");
+  return StatusBody(422, "Invalid", msg, &d);
+}
+
+inline Details DetailsFor(const ResourceType& t, const std::string& name) {
+  Details d;
+  d.name = name;
+  d.group = t.group;
+  d.kind = t.plural;
+  return d;
+}
+
+inline Json NotFoundStatus(const ResourceType& t, const std::string& name) {
+  Details d = DetailsFor(t, name);
+  return StatusBody(404, "NotFound", t.QualifiedResource() + " \"" + name + "\" not found", &d);
+}
+
+inline Json ConflictStatus(const ResourceType& t, const std::string& name, const std::string& why) {
+  Details d = DetailsFor(t, name);
+  return StatusBody(409, "Conflict",
+                    "Operation cannot be fulfilled on " + t.QualifiedResource() + " \"" + name + "\": " + why, &d);
+}
+
+inline const char* kModified = "the object has been modified; please apply your changes to the latest version and try again";
+
+inline Json BadRequest(const std::string& msg) { return StatusBody(400, "BadRequest", msg); }
+
+inline Json ResourceList(const std::string& group_version, const std::string& group, const std::string& version) {
+  JsonArray resources;
+  for (const auto& t : ResourceTypes()) {
+    if (t.group != group || t.version != version) continue;
+    JsonObject r;
+    r["name"] = Json(t.plural);
+    r["singularName"] = Json(t.singular);
+    r["namespaced"] = Json(t.namespaced);
+    r["kind"] = Json(t.kind);
+    r["verbs"] = StringArray({"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"});
+    if (!t.short_names.empty()) r["shortNames"] = StringArray(t.short_names);
+    resources.emplace_back(r);
+    if (t.has_status) {
+      JsonObject s;
+      s["name"] = Json(t.plural + "/status");
+      s["singularName"] = Json("");
+      s["namespaced"] = Json(t.namespaced);
+      s["kind"] = Json(t.kind);
+      s["verbs"] = StringArray({"get", "patch", "update"});
+      resources.emplace_back(s);
+    }
+  }
+  JsonObject list;
+  list["kind"] = Json("APIResourceList");
+  list["apiVersion"] = Json("v1");
+  list["groupVersion"] = Json(group_version);
+  list["resources"] = Json(resources);
+  return Json(list);
+}
+
+inline std::string Age(const Json& obj) {
+  long long created = ParseRfc3339(Str(obj, {"metadata", "creationTimestamp"}));
+  if (created < 0) return "<unknown>";
+  long long s = static_cast<long long>(std::time(nullptr)) - created;
+  if (s < 0) s = 0;
+  if (s < 120) return std::to_string(s) + "s";
+  if (s < 7200) return std::to_string(s / 60) + "m";
+  if (s < 172800) return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+inline std::string ShortModes(const Json& obj, std::initializer_list<const char*> path) {
+  static const std::map<std::string, std::string> kShort = {
+      {"ReadWriteOnce", "RWO"}, {"ReadOnlyMany", "ROX"}, {"ReadWriteMany", "RWX"}, {"ReadWriteOncePod", "RWOP"}};
+  std::string out;
+  for (const auto& m : StringList(obj, path)) {
+    auto it = kShort.find(m);
+    out += (out.empty() ? "" : ",") + (it == kShort.end() ? m : it->second);
+  }
+  return out;
+}
+
+// A meta.k8s.io/v1 Table of the items, with the columns kubectl's printers use for PVCs, PVs
+// and StorageClasses, and NAME, AGE otherwise.
+inline Json ToTable(const ResourceType& t, const JsonArray& items, const Json& list_meta) {
+  std::vector<std::string> cols;
+  if (t.plural == "persistentvolumeclaims")
+    cols = {"Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "Age"};
+  else if (t.plural == "persistentvolumes")
+    cols = {"Name", "Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim", "StorageClass", "Age"};
+  else if (t.plural == "storageclasses")
+    cols = {"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "Age"};
+  else
+    cols = {"Name", "Age"};
+  JsonArray defs, rows;
+  for (const auto& c : cols) {
+    JsonObject d;
+    d["name"] = Json(c);
+    d["type"] = Json("string");
+    d["format"] = Json(c == "Name" ? "name" : "");
+    d["description"] = Json("");
+    d["priority"] = Json(0.0);
+    defs.emplace_back(d);
+  }
+  for (const Json& o : items) {
+    std::vector<std::string> cells;
+    std::string name = Str(o, {"metadata", "name"});
+    if (t.plural == "persistentvolumeclaims") {
+      std::string status = IsDeleting(o) ? "Terminating" : Str(o, {"status", "phase"});
+      cells = {name, status, Str(o, {"spec", "volumeName"}), Str(o, {"status", "capacity", "storage"}),
+               ShortModes(o, {"status", "accessModes"}), Str(o, {"spec", "storageClassName"}), Age(o)};
+    } else if (t.plural == "persistentvolumes") {
+      std::string claim = Str(o, {"spec", "claimRef", "name"}).empty()
+                              ? ""
+                              : Str(o, {"spec", "claimRef", "namespace"}) + "/" + Str(o, {"spec", "claimRef", "name"});
+      std::string status = IsDeleting(o) ? "Terminating" : Str(o, {"status", "phase"});
+      cells = {name, Str(o, {"spec", "capacity", "storage"}), ShortModes(o, {"spec", "accessModes"}),
+               Str(o, {"spec", "persistentVolumeReclaimPolicy"}), status, claim, Str(o, {"spec", "storageClassName"}), Age(o)};
+    } else if (t.plural == "storageclasses") {
+      std::string shown = name + (Annotation(o, kIsDefaultClass) == "true" ? " (default)" : "");
+      cells = {shown, Str(o, {"provisioner"}), Str(o, {"reclaimPolicy"}), Str(o, {"volumeBindingMode"}), Age(o)};
+    } else {
+      cells = {name, Age(o)};
+    }
+    JsonObject row;
+    JsonArray jc;
+    for (const auto& c : cells) jc.emplace_back(c);
+    row["cells"] = Json(jc);
+    JsonObject partial;
+    partial["kind"] = Json("PartialObjectMetadata");
+    partial["apiVersion"] = Json("meta.k8s.io/v1");
+    partial["metadata"] = Path(o, {"metadata"}) ? *Path(o, {"metadata"}) : Json(JsonObject());
+    row["object"] = Json(partial);
+    rows.emplace_back(row);
+  }
+  JsonObject table;
+  table["kind"] = Json("Table");
+  table["apiVersion"] = Json("meta.k8s.io/v1");
+  table["metadata"] = list_meta;
+  table["columnDefinitions"] = Json(defs);
+  table["rows"] = Json(rows);
+  return Json(table);
+}
+
+}  // namespace server_detail
+
+// ---------------------------------------------------------------------------------------------
+
+inline Status ApiServer::Start() {
+  using namespace server_detail;
+  if (opts_.dir.empty()) return Status::Invalid("--dir is required");
+  Status s = MakeDirs(opts_.dir + "/serviceaccount");
+  if (!s.ok()) return s;
+  char abs[PATH_MAX];
+  if (realpath(opts_.dir.c_str(), abs) == nullptr) return Status::Error("cannot resolve " + opts_.dir);
+  opts_.dir = abs;
+  for (const auto& f : opts_.rbac_files) {
+    s = rbac_.LoadFile(f);
+    if (!s.ok()) return s;
+    rbac_enabled_ = true;
+  }
+  auto pki = MakeTestPki();
+  if (!pki.ok()) return pki.status();
+  ca_pem_ = pki->ca_pem;
+  admin_token_ = "admin-" + RandomHex(24);
+  sa_token_ = "sa-" + RandomHex(24);
+  {  // the namespaces every cluster has
+    std::lock_guard<std::mutex> l(store_.mu);
+    for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
+      Json obj{JsonObject()};
+      obj.get<JsonObject>()["kind"] = Json("Namespace");
+      obj.get<JsonObject>()["apiVersion"] = Json("v1");
+      Meta(obj)["name"] = Json(ns);
+      InitMeta(obj);
+      ApplyDefaults(TypeOf("namespaces"), obj);
+      store_.Put("namespaces", obj);
+    }
+  }
+  server_ = std::make_unique<httplib::SSLServer>(pki->server_cert.get(), pki->server_key.get());
+  if (!server_->is_valid()) return Status::Error("TLS server setup failed");
+  int threads = opts_.threads;
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_->set_keep_alive_max_count(100000);
+  server_->set_keep_alive_timeout(30);
+  server_->set_payload_max_length(64 << 20);
+  auto handler = [this](const httplib::Request& req, httplib::Response& res) { Dispatch(req, res); };
+  server_->Get("/.*", handler);
+  server_->Post("/.*", handler);
+  server_->Put("/.*", handler);
+  server_->Patch("/.*", handler);
+  server_->Delete("/.*", handler);
+  port_ = opts_.port == 0 ? server_->bind_to_any_port("127.0.0.1")
+                          : (server_->bind_to_port("127.0.0.1", opts_.port) ? opts_.port : -1);
+  if (port_ <= 0) return Status::Error("cannot bind 127.0.0.1:" + std::to_string(opts_.port));
+  s = WriteFiles();
+  if (!s.ok()) return s;
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return Status::Ok();
+}
+
+inline Status ApiServer::WriteFiles() {
+  using namespace server_detail;
+  const std::string& d = opts_.dir;
+  std::string ca = d + "/ca.crt";
+  std::vector<std::pair<std::string, std::string>> files = {
+      {ca, ca_pem_},
+      {d + "/serviceaccount/ca.crt", ca_pem_},
+      {d + "/serviceaccount/namespace", opts_.sa_namespace},
+      {d + "/serviceaccount/token", sa_token_},
+      {d + "/admin.kubeconfig", Kubeconfig(url(), ca, "admin", "token: " + admin_token_)},
+      {d + "/provisioner.kubeconfig", Kubeconfig(url(), ca, opts_.sa_name, "tokenFile: " + d + "/serviceaccount/token")},
+      {d + "/port", std::to_string(port_) + "\n"},  // last: its presence means ready to connect
+  };
+  for (const auto& [path, content] : files) {
+    Status s = WriteFileAtomic(path, content, path.find("token") != std::string::npos ? 0600 : 0644);
+    if (!s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+inline void ApiServer::Stop() {
+  if (!server_) return;
+  {
+    std::lock_guard<std::mutex> l(store_.mu);
+    stopping_ = true;
+    store_.changed.notify_all();
+  }
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+  server_.reset();
+}
+
+inline Status ApiServer::RotateToken() {
+  std::string token = "sa-" + RandomHex(24);
+  {
+    std::lock_guard<std::mutex> l(auth_mu_);
+    sa_token_ = token;
+  }
+  return server_detail::WriteFileAtomic(opts_.dir + "/serviceaccount/token", token, 0600);
+}
+
+inline bool ApiServer::Authenticate(const httplib::Request& req, User& user) {
+  std::string auth = req.get_header_value("Authorization");
+  if (auth.rfind("Bearer ", 0) != 0) return false;
+  std::string token = auth.substr(7);
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r')) token.pop_back();
+  if (token == admin_token_) {
+    user = {"admin", {"system:masters", "system:authenticated"}};
+    return true;
+  }
+  std::lock_guard<std::mutex> l(auth_mu_);
+  if (token == sa_token_) {
+    user = {sa_user(), {"system:serviceaccounts", "system:serviceaccounts:" + opts_.sa_namespace, "system:authenticated"}};
+    return true;
+  }
+  return false;
+}
+
+inline void ApiServer::WaitWhilePaused() {
+  std::unique_lock<std::mutex> l(store_.mu);
+  while (!stopping_ && Clock::now() < paused_until_) store_.changed.wait_until(l, paused_until_);
+}
+
+inline bool ApiServer::TakeFault(const RequestInfo& info, Fault& out) {
+  std::lock_guard<std::mutex> l(ctl_mu_);
+  for (auto it = faults_.begin(); it != faults_.end(); ++it) {
+    if (!it->verb.empty() && it->verb != info.verb) continue;
+    if (!it->resource.empty() && it->resource != info.resource &&
+        it->resource != info.resource + "/" + info.subresource)
+      continue;
+    out = *it;
+    if (--it->count <= 0) faults_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& res) {
+  using namespace server_detail;
+  RequestRecord rec;
+  rec.t_ns = NowNs();
+  auto reply = [&](int code, const Json& body) {
+    res.status = code;
+    res.set_content(body.serialize(), "application/json");
+    rec.code = code;
+  };
+  bool control = req.path.rfind("/fake/", 0) == 0;
+  if (!control) {
+    WaitWhilePaused();
+    if (int ms = delay_ms_.load(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  }
+  std::string watch = req.get_param_value("watch");
+  RequestInfo info = ResolveRequest(req.method, req.path, watch == "true" || watch == "1");
+  rec.verb = info.verb;
+  rec.resource = info.resource;
+  rec.subresource = info.subresource;
+  rec.ns = info.ns;
+  rec.name = info.name;
+  User user;
+  if (!Authenticate(req, user)) {
+    reply(401, StatusBody(401, "Unauthorized", "Unauthorized"));
+    if (!control) Record(rec);
+    return;
+  }
+  rec.user = user.name;
+  bool admin = std::find(user.groups.begin(), user.groups.end(), "system:masters") != user.groups.end();
+  if (control) {
+    if (!admin) return reply(403, StatusBody(403, "Forbidden", "forbidden: only the admin may use /fake/"));
+    return HandleControl(req, res);
+  }
+  if (!admin && rbac_enabled_ && !rbac_.Allows(user, info)) {
+    std::string msg = Rbac::ForbiddenMessage(user, info);
+    Details d;
+    d.name = info.name;
+    d.group = info.group;
+    d.kind = info.resource;
+    reply(403, StatusBody(403, "Forbidden", msg, info.is_resource ? &d : nullptr));
+    {
+      std::lock_guard<std::mutex> l(log_mu_);
+      denials_.emplace_back(rec, msg);
+    }
+    return Record(rec);
+  }
+  Fault fault;
+  if (info.is_resource && TakeFault(info, fault)) {
+    if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
+    Details d;
+    d.retry_after = fault.retry_after;
+    if (fault.retry_after > 0) res.set_header("Retry-After", std::to_string(fault.retry_after));
+    reply(fault.code, StatusBody(fault.code, ReasonForCode(fault.code), "injected fault", fault.retry_after > 0 ? &d : nullptr));
+    return Record(rec);
+  }
+  Reply r;
+  if (!info.is_resource) {
+    r = NonResource(info);
+  } else if (info.type == nullptr) {
+    r = {404, StatusBody(404, "NotFound", "the server could not find the requested resource")};
+  } else if (!info.subresource.empty() && !(info.subresource == "status" && info.type->has_status)) {
+    r = {404, StatusBody(404, "NotFound", "the server could not find the requested resource")};
+  } else if (info.verb == "watch") {
+    rec.code = 200;
+    Record(rec);
+    return Watch(info, req, res);
+  } else if (info.verb == "get") {
+    r = Get(info);
+  } else if (info.verb == "list") {
+    r = List(info, req);
+  } else if (info.verb == "create") {
+    r = Create(info, req.body);
+  } else if (info.verb == "update") {
+    r = Update(info, req.body);
+  } else if (info.verb == "patch") {
+    r = Patch(info, req);
+  } else if (info.verb == "delete") {
+    r = Delete(info, req.body);
+  } else if (info.verb == "deletecollection") {
+    r = DeleteCollection(info, req);
+  } else {
+    r = {405, StatusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
+  }
+  if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
+    r.body = ToTable(*info.type, Path(r.body, {"items"})->get<JsonArray>(), *Path(r.body, {"metadata"}));
+  reply(r.code, r.body);
+  Record(rec);
+}
+
+inline ApiServer::Reply ApiServer::NonResource(const RequestInfo& info) {
+  const std::string& p = info.path;
+  if (p == "/healthz" || p == "/readyz" || p == "/livez") return {200, Json("ok")};
+  if (p == "/version") {
+    JsonObject v;
+    v["major"] = Json("1");
+    v["minor"] = Json("32");
+    v["gitVersion"] = Json("v1.32.0-fake");
+    v["gitCommit"] = Json("fake");
+    v["gitTreeState"] = Json("clean");
+    v["buildDate"] = Json("2026-01-01T00:00:00Z");
+    v["goVersion"] = Json("go1.23");
+    v["compiler"] = Json("gc");
+    v["platform"] = Json("linux/amd64");
+    return {200, Json(v)};
+  }
+  return Discovery(info);
+}
+
+inline ApiServer::Reply ApiServer::Discovery(const RequestInfo& info) {
+  using namespace server_detail;
+  const std::string& p = info.path;
+  if (p == "/api") {
+    JsonObject v, cidr;
+    v["kind"] = Json("APIVersions");
+    v["versions"] = StringArray({"v1"});
+    cidr["clientCIDR"] = Json("0.0.0.0/0");
+    cidr["serverAddress"] = Json("127.0.0.1:" + std::to_string(port_));
+    v["serverAddressByClientCIDRs"] = Json(JsonArray{Json(cidr)});
+    return {200, Json(v)};
+  }
+  if (p == "/api/v1") return {200, ResourceList("v1", "", "v1")};
+  if (p == "/apis") {
+    JsonArray groups;
+    std::vector<std::string> seen;
+    for (const auto& t : ResourceTypes()) {
+      if (t.group.empty() || std::find(seen.begin(), seen.end(), t.group) != seen.end()) continue;
+      seen.push_back(t.group);
+      JsonObject gv, g;
+      gv["groupVersion"] = Json(t.ApiVersion());
+      gv["version"] = Json(t.version);
+      g["name"] = Json(t.group);
+      g["versions"] = Json(JsonArray{Json(gv)});
+      g["preferredVersion"] = Json(gv);
+      groups.emplace_back(g);
+    }
+    JsonObject list;
+    list["kind"] = Json("APIGroupList");
+    list["apiVersion"] = Json("v1");
+    list["groups"] = Json(groups);
+    return {200, Json(list)};
+  }
+  auto parts = SplitPath(p);
+  if (parts.size() == 3 && parts[0] == "apis") {
+    for (const auto& t : ResourceTypes())
+      if (t.group == parts[1] && t.version == parts[2]) return {200, ResourceList(t.ApiVersion(), t.group, t.version)};
+  }
+  return {404, StatusBody(404, "NotFound", "the server could not find the requested resource")};
+}
+
+inline ApiServer::Reply ApiServer::Get(const RequestInfo& info) {
+  std::lock_guard<std::mutex> l(store_.mu);
+  const Json* o = store_.Get(info.type->plural, ObjectKey(info.ns, info.name));
+  if (o == nullptr) return {404, server_detail::NotFoundStatus(*info.type, info.name)};
+  return {200, *o};
+}
+
+inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::Request& req) {
+  using namespace server_detail;
+  std::vector<Requirement> labels, fields;
+  if (!ParseSelector(req.get_param_value("labelSelector"), labels) ||
+      !ParseSelector(req.get_param_value("fieldSelector"), fields))
+    return {400, BadRequest("unable to parse requirement: selector syntax not supported by the fake")};
+  long limit = req.has_param("limit") ? std::atol(req.get_param_value("limit").c_str()) : 0;
+  std::string cont = req.get_param_value("continue");
+  std::string after = cont.empty() ? "" : Unhex(cont);
+  std::lock_guard<std::mutex> l(store_.mu);
+  const auto& objs = store_.bucket(info.type->plural).objects;
+  std::string prefix = info.ns.empty() ? "" : info.ns + "/";
+  auto it = cont.empty() ? objs.lower_bound(prefix) : objs.upper_bound(after);
+  JsonArray items;
+  std::string last;
+  long remaining = 0;
+  for (; it != objs.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+    if (!MatchesLabels(it->second, labels) || !MatchesFields(it->second, fields)) continue;
+    if (limit > 0 && static_cast<long>(items.size()) >= limit) {
+      ++remaining;
+      continue;
+    }
+    items.push_back(it->second);
+    last = it->first;
+  }
+  JsonObject meta;
+  meta["resourceVersion"] = Json(std::to_string(store_.rv()));
+  if (remaining > 0) {
+    meta["continue"] = Json(Hex(last));
+    meta["remainingItemCount"] = Json(static_cast<double>(remaining));
+  }
+  JsonObject list;
+  list["kind"] = Json(info.type->kind + "List");
+  list["apiVersion"] = Json(info.type->ApiVersion());
+  list["metadata"] = Json(meta);
+  list["items"] = Json(items);
+  return {200, Json(list)};
+}
+
+inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::string& body) {
+  using namespace server_detail;
+  const ResourceType& t = *info.type;
+  if (!info.name.empty() || !info.subresource.empty())
+    return {405, StatusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
+  auto parsed = ParseJson(body);
+  if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, BadRequest("the body is not a JSON object")};
+  Json obj = *parsed;
+  std::string kind = Str(obj, {"kind"});
+  if (!kind.empty() && kind != t.kind) return {400, BadRequest("the object kind " + kind + " does not match " + t.kind)};
+  obj.get<JsonObject>()["kind"] = Json(t.kind);
+  obj.get<JsonObject>()["apiVersion"] = Json(t.ApiVersion());
+  JsonObject& m = Meta(obj);
+  std::string body_ns = Str(obj, {"metadata", "namespace"});
+  if (t.namespaced) {
+    if (!body_ns.empty() && body_ns != info.ns)
+      return {400, BadRequest("the namespace of the provided object does not match the namespace sent on the request")};
+    if (info.ns.empty()) return {404, StatusBody(404, "NotFound", "the server could not find the requested resource")};
+    m["namespace"] = Json(info.ns);
+  } else {
+    m.erase("namespace");
+  }
+  std::string gen = Str(obj, {"metadata", "generateName"});
+  if (Str(obj, {"metadata", "name"}).empty() && !gen.empty()) m["name"] = Json(gen + RandomSuffix());
+  std::string name = Str(obj, {"metadata", "name"});
+  std::lock_guard<std::mutex> l(store_.mu);
+  InitMeta(obj);
+  ApplyDefaults(t, obj);
+  AdmitCreate(store_, t, obj);
+  auto errs = Validate(t, obj);
+  if (!errs.empty()) return {422, InvalidStatus(t, name, errs)};
+  if (store_.Get(t.plural, ObjectKey(info.ns, name)) != nullptr) {
+    Details d = DetailsFor(t, name);
+    return {409, StatusBody(409, "AlreadyExists", t.QualifiedResource() + " \"" + name + "\" already exists", &d)};
+  }
+  Json stored = store_.Put(t.plural, obj);
+  ctl_.Drain();
+  return {201, stored};
+}
+
+inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::string& body) {
+  using namespace server_detail;
+  const ResourceType& t = *info.type;
+  auto parsed = ParseJson(body);
+  if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, BadRequest("the body is not a JSON object")};
+  Json obj = *parsed;
+  std::string body_name = Str(obj, {"metadata", "name"});
+  if (!body_name.empty() && body_name != info.name)
+    return {400, BadRequest("the name of the object (" + body_name + ") does not match the name on the URL (" + info.name + ")")};
+  std::string body_ns = Str(obj, {"metadata", "namespace"});
+  if (t.namespaced && !body_ns.empty() && body_ns != info.ns)
+    return {400, BadRequest("the namespace of the provided object does not match the namespace sent on the request")};
+  {
+    std::lock_guard<std::mutex> l(store_.mu);
+    if (store_.Get(t.plural, ObjectKey(info.ns, info.name)) != nullptr) return StoreUpdateLocked(info, obj);
+  }
+  {
+    if (t.allow_create_on_update && info.subresource.empty()) {
+      RequestInfo create = info;
+      create.name.clear();
+      Meta(obj)["name"] = Json(info.name);
+      return Create(create, obj.serialize());
+    }
+    return {404, NotFoundStatus(t, info.name)};
+  }
+}
+
+// The common tail of update and patch: preconditions, strategy (status vs. main resource),
+// validation, no-op detection, commit, controllers. Callers hold store_.mu.
+inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Json proposed) {
+  using namespace server_detail;
+  const ResourceType& t = *info.type;
+  const Json* cur_ptr = store_.Get(t.plural, ObjectKey(info.ns, info.name));
+  if (cur_ptr == nullptr) return {404, NotFoundStatus(t, info.name)};
+  Json cur = *cur_ptr;
+  std::string rv = Str(proposed, {"metadata", "resourceVersion"});
+  std::string cur_rv = Str(cur, {"metadata", "resourceVersion"});
+  if (!rv.empty() && rv != cur_rv)
+    return {409, ConflictStatus(t, info.name, kModified)};
+  Json next;
+  if (info.subresource == "status") {
+    next = cur;
+    if (const Json* st = Member(proposed, "status")) next.get<JsonObject>()["status"] = *st;
+  } else {
+    next = proposed;
+    next.get<JsonObject>()["kind"] = Json(t.kind);
+    next.get<JsonObject>()["apiVersion"] = Json(t.ApiVersion());
+    if (t.has_status) {
+      if (const Json* st = Member(cur, "status"))
+        next.get<JsonObject>()["status"] = *st;
+      else
+        next.get<JsonObject>().erase("status");
+    }
+    JsonObject& m = Meta(next);
+    m["name"] = Json(info.name);
+    if (t.namespaced) m["namespace"] = Json(info.ns); else m.erase("namespace");
+    for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generateName"}) {
+      const Json* v = Path(cur, {"metadata", k});
+      if (v) m[k] = *v; else m.erase(k);
+    }
+    ApplyDefaults(t, next);
+    auto errs = Validate(t, next);
+    if (IsDeleting(cur)) {
+      auto old_fin = StringList(cur, {"metadata", "finalizers"});
+      std::vector<std::string> added;
+      for (const auto& f : StringList(next, {"metadata", "finalizers"}))
+        if (std::find(old_fin.begin(), old_fin.end(), f) == old_fin.end()) added.push_back(f);
+      if (!added.empty()) {
+        std::string list;
+        for (const auto& a : added) list += (list.empty() ? "\"" : ", \"") + a + "\"";
+        errs.push_back(Forbidden("metadata.finalizers",
+                                 "no new finalizers can be added if the object is being deleted, found new finalizers []string{" + list + "}"));
+      }
+    }
+    if (!errs.empty()) return {422, InvalidStatus(t, info.name, errs)};
+  }
+  Meta(next)["resourceVersion"] = Json(cur_rv);
+  if (next == cur) return {200, cur};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
+  Json stored = store_.Commit(t.plural, next);
+  ctl_.Drain();
+  return {200, stored};
+}
+
+inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib::Request& req) {
+  using namespace server_detail;
+  const ResourceType& t = *info.type;
+  std::string type = req.get_header_value("Content-Type");
+  type = type.substr(0, type.find(';'));
+  auto patch = ParseJson(req.body);
+  if (!patch.ok()) return {400, BadRequest("the patch is not JSON: " + patch.status().message())};
+  std::lock_guard<std::mutex> l(store_.mu);
+  const Json* cur = store_.Get(t.plural, ObjectKey(info.ns, info.name));
+  if (cur == nullptr) return {404, NotFoundStatus(t, info.name)};
+  const Json existing = *cur;
+  Json patched;
+  if (type == "application/merge-patch+json") {
+    patched = MergePatch(existing, *patch);
+  } else if (type == "application/strategic-merge-patch+json") {
+    patched = StrategicMergePatch(existing, *patch);
+  } else if (type == "application/json-patch+json") {
+    auto r = JsonPatch(existing, *patch);
+    if (!r.ok()) return {422, StatusBody(422, "Invalid", r.status().message())};
+    patched = *r;
+  } else {
+    return {415, StatusBody(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json")};
+  }
+  if (!patched.is<JsonObject>()) return {422, StatusBody(422, "Invalid", "the patch did not result in an object")};
+  // A resourceVersion in the patch is a precondition; otherwise the patch applies to the latest.
+  if (Str(patched, {"metadata", "resourceVersion"}).empty())
+    Meta(patched)["resourceVersion"] = Json(Str(existing, {"metadata", "resourceVersion"}));
+  return StoreUpdateLocked(info, patched);
+}
+
+inline ApiServer::Reply ApiServer::Delete(const RequestInfo& info, const std::string& body) {
+  Json options{JsonObject()};
+  if (!body.empty()) {
+    auto parsed = ParseJson(body);
+    if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, server_detail::BadRequest("the body is not DeleteOptions")};
+    options = *parsed;
+  }
+  std::lock_guard<std::mutex> l(store_.mu);
+  return DeleteLocked(info, options);
+}
+
+// Store.Delete: preconditions, then graceful deletion via deletionTimestamp when finalizers
+// remain, else removal. Callers hold store_.mu.
+inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const Json& options) {
+  using namespace server_detail;
+  const ResourceType& t = *info.type;
+  std::string key = ObjectKey(info.ns, info.name);
+  const Json* cur_ptr = store_.Get(t.plural, key);
+  if (cur_ptr == nullptr) return {404, NotFoundStatus(t, info.name)};
+  Json cur = *cur_ptr;
+  std::string want_uid = Str(options, {"preconditions", "uid"});
+  std::string have_uid = Str(cur, {"metadata", "uid"});
+  if (!want_uid.empty() && want_uid != have_uid)
+    return {409, ConflictStatus(t, info.name, "Precondition failed: UID in precondition: " + want_uid + ", UID in object meta: " + have_uid)};
+  std::string want_rv = Str(options, {"preconditions", "resourceVersion"});
+  std::string have_rv = Str(cur, {"metadata", "resourceVersion"});
+  if (!want_rv.empty() && want_rv != have_rv)
+    return {409, ConflictStatus(t, info.name, "Precondition failed: ResourceVersion in precondition: " + want_rv +
+                                                  ", ResourceVersion in object meta: " + have_rv)};
+  if (!StringList(cur, {"metadata", "finalizers"}).empty()) {
+    if (IsDeleting(cur)) return {200, cur};
+    JsonObject& m = Meta(cur);
+    m["deletionTimestamp"] = Json(NowRfc3339());
+    m["deletionGracePeriodSeconds"] = Json(0.0);
+    Json stored = store_.Put(t.plural, cur);
+    ctl_.Drain();
+    return {200, stored};
+  }
+  Json gone = store_.Remove(t.plural, key);
+  ctl_.Drain();
+  if (t.return_deleted_object) return {200, gone};
+  Details d = DetailsFor(t, info.name);
+  d.uid = have_uid;
+  return {200, StatusBody(0, "", "", &d)};
+}
+
+inline ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, const httplib::Request& req) {
+  std::vector<Requirement> labels, fields;
+  if (!ParseSelector(req.get_param_value("labelSelector"), labels) ||
+      !ParseSelector(req.get_param_value("fieldSelector"), fields))
+    return {400, server_detail::BadRequest("selector syntax not supported by the fake")};
+  std::lock_guard<std::mutex> l(store_.mu);
+  JsonArray items;
+  std::vector<std::string> names;
+  for (const auto& [key, obj] : store_.bucket(info.type->plural).objects)
+    if ((info.ns.empty() || Str(obj, {"metadata", "namespace"}) == info.ns) && MatchesLabels(obj, labels) &&
+        MatchesFields(obj, fields))
+      names.push_back(Str(obj, {"metadata", "name"}));
+  for (const auto& n : names) {
+    RequestInfo one = info;
+    one.name = n;
+    Reply r = DeleteLocked(one, Json(JsonObject()));
+    if (r.code == 200 && r.body.is<JsonObject>() && Str(r.body, {"kind"}) != "Status") items.push_back(r.body);
+  }
+  JsonObject meta, list;
+  meta["resourceVersion"] = Json(std::to_string(store_.rv()));
+  list["kind"] = Json(info.type->kind + "List");
+  list["apiVersion"] = Json(info.type->ApiVersion());
+  list["metadata"] = Json(meta);
+  list["items"] = Json(items);
+  return {200, Json(list)};
+}
+
+// Serves a watch: HTTP 200, chunked, one JSON event per line. From resourceVersion RV it sends
+// every stored change after RV, then live changes, until timeoutSeconds (default 1800), a
+// dropped-watches control, Stop() or a write error. RV "" or "0" starts with ADDED events for
+// the current objects. An RV older than the history gets one ERROR event with a 410 Expired
+// Status (cacher.go newErrWatcher). A watcher that falls behind the whole history is ended.
+inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& req, httplib::Response& res) {
+  struct State {
+    std::vector<Requirement> labels, fields;
+    bool bookmarks = false;
+    std::string rv;
+    int timeout = 1800;
+  };
+  auto st = std::make_shared<State>();
+  if (!ParseSelector(req.get_param_value("labelSelector"), st->labels) ||
+      !ParseSelector(req.get_param_value("fieldSelector"), st->fields)) {
+    res.status = 400;
+    res.set_content(server_detail::BadRequest("selector syntax not supported by the fake").serialize(), "application/json");
+    return;
+  }
+  st->bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
+  st->rv = req.get_param_value("resourceVersion");
+  if (req.has_param("timeoutSeconds")) st->timeout = std::max(1, std::atoi(req.get_param_value("timeoutSeconds").c_str()));
+  const ResourceType* type = info.type;
+  std::string ns = info.ns;
+  res.status = 200;
+  res.set_chunked_content_provider("application/json", [this, st, type, ns](size_t, httplib::DataSink& sink) {
+    const std::string plural = type->plural;
+    auto matches = [&](const std::string& obj_ns, const Json& obj) {
+      return (ns.empty() || obj_ns == ns) && MatchesLabels(obj, st->labels) && MatchesFields(obj, st->fields);
+    };
+    auto deadline = Clock::now() + std::chrono::seconds(st->timeout);
+    auto next_bookmark = Clock::now() + std::chrono::seconds(opts_.bookmark_seconds);
+    std::string out;
+    std::unique_lock<std::mutex> l(store_.mu);
+    uint64_t generation = watch_generation_;
+    Bucket& b = store_.bucket(plural);
+    uint64_t cursor = b.NextSeq();
+    if (st->rv.empty() || st->rv == "0") {
+      for (const auto& [key, obj] : b.objects) {
+        if (!matches(Str(obj, {"metadata", "namespace"}), obj)) continue;
+        JsonObject line;
+        line["type"] = Json("ADDED");
+        line["object"] = obj;
+        out += Json(line).serialize() + "\n";
+      }
+    } else {
+      uint64_t from = std::strtoull(st->rv.c_str(), nullptr, 10);
+      if (from < b.floor_rv) {
+        JsonObject line;
+        line["type"] = Json("ERROR");
+        line["object"] = StatusBody(410, "Expired", "too old resource version: " + st->rv + " (" + std::to_string(b.floor_rv) + ")");
+        std::string text = Json(line).serialize() + "\n";
+        l.unlock();
+        sink.write(text.data(), text.size());
+        sink.done();
+        return true;
+      }
+      // first event with rv > from
+      auto it = std::upper_bound(b.history.begin(), b.history.end(), from,
+                                 [](uint64_t v, const EventPtr& e) { return v < e->rv; });
+      cursor = b.first_seq + static_cast<uint64_t>(it - b.history.begin());
+    }
+    while (true) {
+      if (cursor < b.first_seq) break;  // fell behind the history: the real cacher ends such watchers
+      for (; cursor < b.NextSeq(); ++cursor) {
+        const EventPtr& e = b.history[cursor - b.first_seq];
+        if (matches(e->ns, e->object)) out += e->line;
+      }
+      auto now = Clock::now();
+      if (st->bookmarks && now >= next_bookmark) {
+        JsonObject obj, meta, line;
+        meta["resourceVersion"] = Json(std::to_string(store_.rv()));
+        obj["kind"] = Json(type->kind);
+        obj["apiVersion"] = Json(type->ApiVersion());
+        obj["metadata"] = Json(meta);
+        line["type"] = Json("BOOKMARK");
+        line["object"] = Json(obj);
+        out += Json(line).serialize() + "\n";
+        next_bookmark = now + std::chrono::seconds(opts_.bookmark_seconds);
+      }
+      if (!out.empty() && now >= paused_until_) {
+        std::string text;
+        text.swap(out);
+        l.unlock();
+        bool ok = sink.write(text.data(), text.size());
+        l.lock();
+        if (!ok) return false;
+        continue;  // events may have arrived meanwhile
+      }
+      if (stopping_ || generation != watch_generation_ || now >= deadline) break;
+      auto wake = std::min(deadline, st->bookmarks ? next_bookmark : deadline);
+      if (now < paused_until_) wake = std::min(wake, paused_until_);
+      store_.changed.wait_until(l, wake);
+    }
+    l.unlock();
+    sink.done();
+    return true;
+  });
+}
+
+namespace server_detail {
+// One request record as a JSON object, t_ns as an exact integer; `extra` is appended inside.
+inline std::string RecordJson(const RequestRecord& r, const std::string& extra) {
+  std::string resource = r.subresource.empty() ? r.resource : r.resource + "/" + r.subresource;
+  return "{\"t_ns\":" + std::to_string(r.t_ns) + ",\"user\":" + Quote(r.user) + ",\"verb\":" + Quote(r.verb) +
+         ",\"resource\":" + Quote(resource) + ",\"namespace\":" + Quote(r.ns) + ",\"name\":" + Quote(r.name) +
+         extra + "}";
+}
+}  // namespace server_detail
+
+inline std::string ApiServer::RequestsJson() const {
+  std::lock_guard<std::mutex> l(log_mu_);
+  std::string out = "[";
+  for (const auto& r : requests_)
+    out += (out.size() > 1 ? ",\n" : "") + server_detail::RecordJson(r, ",\"code\":" + std::to_string(r.code));
+  return out + "]";
+}
+
+inline std::string ApiServer::DenialsJson() const {
+  std::lock_guard<std::mutex> l(log_mu_);
+  std::string out = "[";
+  for (const auto& [r, msg] : denials_)
+    out += (out.size() > 1 ? ",\n" : "") + server_detail::RecordJson(r, ",\"message\":" + server_detail::Quote(msg));
+  return out + "]";
+}
+
+inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Response& res) {
+  auto ok = [&](const Json& body) {
+    res.status = 200;
+    res.set_content(body.serialize(), "application/json");
+  };
+  auto bad = [&](const std::string& msg) {
+    res.status = 400;
+    res.set_content(StatusBody(400, "BadRequest", msg).serialize(), "application/json");
+  };
+  const std::string& p = req.path;
+  Json done = StatusBody(0, "", "");
+  if (req.method == "POST" && p == "/fake/faults") {
+    auto body = ParseJson(req.body);
+    if (!body.ok() || !body->is<JsonObject>()) return bad("body must be a JSON object");
+    Fault f;
+    f.verb = Str(*body, {"verb"});
+    f.resource = Str(*body, {"resource"});
+    auto num = [&](const char* k, int def) {
+      const Json* v = Member(*body, k);
+      return v && v->is<double>() ? static_cast<int>(v->get<double>()) : def;
+    };
+    f.code = num("code", 500);
+    f.count = num("count", 1);
+    f.retry_after = num("retryAfter", 0);
+    f.delay_ms = num("delayMs", 0);
+    if (f.code < 400 || f.code > 599 || f.count < 1) return bad("code must be 400-599 and count at least 1");
+    AddFault(f);
+    return ok(done);
+  }
+  if (req.method == "POST" && p == "/fake/drop-watches") return DropWatches(), ok(done);
+  if (req.method == "POST" && p == "/fake/compact") return Compact(), ok(done);
+  if (req.method == "POST" && p == "/fake/pause") return Pause(std::atof(req.get_param_value("seconds").c_str())), ok(done);
+  if (req.method == "POST" && p == "/fake/delay") return SetDelayMs(std::atoi(req.get_param_value("ms").c_str())), ok(done);
+  if (req.method == "POST" && p == "/fake/rotate-token") {
+    Status s = RotateToken();
+    if (!s.ok()) {
+      res.status = 500;
+      res.set_content(StatusBody(500, "InternalError", s.message()).serialize(), "application/json");
+      return;
+    }
+    return ok(done);
+  }
+  if (req.method == "POST" && p == "/fake/reset-requests") return ResetRequests(), ok(done);
+  if (req.method == "GET" && (p == "/fake/denials" || p == "/fake/requests")) {
+    res.status = 200;
+    res.set_content(p == "/fake/denials" ? DenialsJson() : RequestsJson(), "application/json");
+    return;
+  }
+  res.status = 404;
+  res.set_content(StatusBody(404, "NotFound", "no such test control: " + req.method + " " + p).serialize(), "application/json");
+}
+
+}  // namespace fake

@@ -1,0 +1,316 @@
+// The controllers the fake runs in-process after every write: the PersistentVolume controller
+// (pkg/controller/volume/persistentvolume/pv_controller.go: binding, provisioner annotation,
+// Released, Lost) and the pvc-protection / pv-protection finalizer controllers. They read the
+// store's history like an informer, so every change they make is an ordinary write with its own
+// watch event. Callers hold Store::mu.
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test/fake_admission.hpp"
+
+namespace fake {
+
+inline constexpr const char* kBindCompleted = "pv.kubernetes.io/bind-completed";
+inline constexpr const char* kBoundByController = "pv.kubernetes.io/bound-by-controller";
+inline constexpr const char* kStorageProvisionerAnn = "volume.kubernetes.io/storage-provisioner";
+inline constexpr const char* kBetaStorageProvisionerAnn = "volume.beta.kubernetes.io/storage-provisioner";
+inline constexpr const char* kSelectedNodeAnn = "volume.kubernetes.io/selected-node";
+
+class PvController {
+ public:
+  explicit PvController(Store& s) : s_(s) {
+    for (const char* p : kWatched) cursor_[p] = s_.bucket(p).NextSeq();
+  }
+
+  // Handles every change since the last call (its own included) until nothing changes.
+  void Drain() {
+    for (int round = 0; round < 100000; ++round) {
+      bool progressed = false;
+      for (const char* plural : kWatched) {
+        Bucket& b = s_.bucket(plural);
+        uint64_t& cur = cursor_[plural];
+        if (cur < b.first_seq) {  // history overran us: look at everything
+          cur = b.NextSeq();
+          ResyncAll();
+          progressed = true;
+        }
+        while (cur < b.NextSeq()) {
+          EventPtr ev = b.history[cur - b.first_seq];
+          ++cur;
+          Handle(plural, *ev);
+          progressed = true;
+        }
+      }
+      if (!progressed) return;
+    }
+  }
+
+ private:
+  static constexpr const char* kWatched[] = {"storageclasses", "persistentvolumeclaims", "persistentvolumes"};
+
+  void ResyncAll() {
+    for (const auto& key : Keys("persistentvolumeclaims")) SyncClaim(key);
+    for (const auto& key : Keys("persistentvolumes")) SyncVolume(key);
+  }
+
+  std::vector<std::string> Keys(const std::string& plural) {
+    std::vector<std::string> keys;
+    for (const auto& kv : s_.bucket(plural).objects) keys.push_back(kv.first);
+    return keys;
+  }
+
+  void Handle(const std::string& plural, const WatchEvent& ev) {
+    if (plural == "persistentvolumes") {
+      SyncVolume(ev.name);
+      std::string ns = Str(ev.object, {"spec", "claimRef", "namespace"});
+      std::string name = Str(ev.object, {"spec", "claimRef", "name"});
+      if (!name.empty()) SyncClaim(ObjectKey(ns, name));
+    } else if (plural == "persistentvolumeclaims") {
+      if (ev.type != "DELETED") return SyncClaim(ObjectKey(ev.ns, ev.name));
+      for (const auto& key : Keys("persistentvolumes")) {
+        const Json* pv = s_.Get("persistentvolumes", key);
+        if (pv && Str(*pv, {"spec", "claimRef", "namespace"}) == ev.ns && Str(*pv, {"spec", "claimRef", "name"}) == ev.name)
+          SyncVolume(key);
+      }
+    } else if (plural == "storageclasses" && ev.type != "DELETED") {
+      for (const auto& key : Keys("persistentvolumeclaims")) {
+        const Json* c = s_.Get("persistentvolumeclaims", key);
+        if (c && Str(*c, {"spec", "storageClassName"}) == ev.name) SyncClaim(key);
+      }
+    }
+  }
+
+  static bool RefersTo(const Json& pv, const Json& claim) {
+    const Json* ref = Path(pv, {"spec", "claimRef"});
+    if (ref == nullptr || !ref->is<JsonObject>()) return false;
+    std::string uid = Str(*ref, {"uid"});
+    return Str(*ref, {"namespace"}) == Str(claim, {"metadata", "namespace"}) &&
+           Str(*ref, {"name"}) == Str(claim, {"metadata", "name"}) &&
+           (uid.empty() || uid == Str(claim, {"metadata", "uid"}));
+  }
+  static bool HasClaimRef(const Json& pv) {
+    const Json* ref = Path(pv, {"spec", "claimRef"});
+    return ref != nullptr && ref->is<JsonObject>();
+  }
+  static std::string Phase(const Json& o) { return Str(o, {"status", "phase"}); }
+
+  void SetVolumePhase(Json pv, const std::string& phase) {
+    JsonObject& st = Obj(pv, {"status"});
+    st["phase"] = Json(phase);
+    st["lastPhaseTransitionTime"] = Json(NowRfc3339());
+    s_.Commit("persistentvolumes", pv);
+  }
+
+  // pv_controller.go syncVolume.
+  void SyncVolume(const std::string& name) {
+    const Json* stored = s_.Get("persistentvolumes", name);
+    if (stored == nullptr) return;
+    Json pv = *stored;
+    std::string phase = Phase(pv);
+    if (IsDeleting(pv) && phase != "Bound" && RemoveFinalizer(pv, kPvProtectionFinalizer)) {
+      s_.Commit("persistentvolumes", pv);  // pv-protection: not in use any more
+      return;
+    }
+    if (!HasClaimRef(pv)) {
+      if (phase != "Available") SetVolumePhase(pv, "Available");
+      return;
+    }
+    std::string ns = Str(pv, {"spec", "claimRef", "namespace"}), cname = Str(pv, {"spec", "claimRef", "name"});
+    std::string ref_uid = Str(pv, {"spec", "claimRef", "uid"});
+    const Json* claim = s_.Get("persistentvolumeclaims", ObjectKey(ns, cname));
+    if (ref_uid.empty()) {  // pre-bound by name only
+      if (claim != nullptr) {
+        std::string vn = Str(*claim, {"spec", "volumeName"});
+        if (vn.empty() || vn == name) return Bind(pv, *claim);
+      }
+      if (phase != "Available") SetVolumePhase(pv, "Available");
+      return;
+    }
+    if (claim == nullptr || Str(*claim, {"metadata", "uid"}) != ref_uid) {
+      if (phase != "Released" && phase != "Failed") SetVolumePhase(pv, "Released");
+      return;
+    }
+    std::string vn = Str(*claim, {"spec", "volumeName"});
+    if (vn.empty() || (vn == name && (phase != "Bound" || Phase(*claim) != "Bound"))) Bind(pv, *claim);
+  }
+
+  // pv_controller.go syncClaim (syncUnboundClaim / syncBoundClaim).
+  void SyncClaim(const std::string& key) {
+    const Json* stored = s_.Get("persistentvolumeclaims", key);
+    if (stored == nullptr) return;
+    Json claim = *stored;
+    if (IsDeleting(claim)) {
+      // pvc-protection: no pods are modelled, so no claim is in use.
+      if (RemoveFinalizer(claim, kPvcProtectionFinalizer)) s_.Commit("persistentvolumeclaims", claim);
+      return;
+    }
+    std::string vn = Str(claim, {"spec", "volumeName"});
+    if (vn.empty()) {
+      if (const Json* pv = FindBestMatch(claim)) return Bind(*pv, claim);
+      return Provision(claim);
+    }
+    const Json* pv = s_.Get("persistentvolumes", vn);
+    if (pv == nullptr) {
+      if (Phase(claim) == "Bound") {
+        Obj(claim, {"status"})["phase"] = Json("Lost");
+        s_.Commit("persistentvolumeclaims", claim);
+        EmitOnce(claim, "Warning", "ClaimLost", "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!");
+      }
+      return;
+    }
+    if (!HasClaimRef(*pv) || RefersTo(*pv, claim)) {
+      if (Phase(claim) != "Bound" || Phase(*pv) != "Bound" || Str(*pv, {"spec", "claimRef", "uid"}).empty())
+        Bind(*pv, claim);
+    } else if (Phase(claim) == "Bound") {
+      Obj(claim, {"status"})["phase"] = Json("Lost");
+      s_.Commit("persistentvolumeclaims", claim);
+      EmitOnce(claim, "Warning", "ClaimMisbound", "Two claims are bound to the same volume, this one is bound incorrectly");
+    }
+  }
+
+  // persistentvolume/util FindMatchingVolume: the smallest fitting volume; with delayed
+  // binding (WaitForFirstConsumer) only volumes pre-bound to the claim.
+  const Json* FindBestMatch(const Json& claim) {
+    if (Path(claim, {"spec", "selector"}) != nullptr) return nullptr;  // label selectors not modelled
+    std::string cls = Str(claim, {"spec", "storageClassName"});
+    bool delay = false;
+    if (const Json* sc = s_.Get("storageclasses", cls))
+      delay = Str(*sc, {"volumeBindingMode"}) == "WaitForFirstConsumer";
+    double want = ParseQuantity(Str(claim, {"spec", "resources", "requests", "storage"}));
+    auto modes = StringList(claim, {"spec", "accessModes"});
+    std::string vmode = Str(claim, {"spec", "volumeMode"});
+    const Json* best = nullptr;
+    double best_size = 0;
+    for (const auto& [name, pv] : s_.bucket("persistentvolumes").objects) {
+      if (IsDeleting(pv)) continue;
+      bool prebound = HasClaimRef(pv) && RefersTo(pv, claim);
+      if (HasClaimRef(pv) && !prebound) continue;
+      if (Phase(pv) != "Available" && !prebound) continue;
+      if (delay && !prebound) continue;
+      if (Str(pv, {"spec", "storageClassName"}) != cls || Str(pv, {"spec", "volumeMode"}) != vmode) continue;
+      double size = ParseQuantity(Str(pv, {"spec", "capacity", "storage"}));
+      if (!(size >= want)) continue;
+      auto pv_modes = StringList(pv, {"spec", "accessModes"});
+      bool fits = true;
+      for (const auto& m : modes) fits = fits && std::find(pv_modes.begin(), pv_modes.end(), m) != pv_modes.end();
+      if (!fits) continue;
+      if (prebound) return &pv;
+      if (best == nullptr || size < best_size) {
+        best = &pv;
+        best_size = size;
+      }
+    }
+    return best;
+  }
+
+  // pv_controller.go provisionClaim for an external provisioner: annotate the claim.
+  void Provision(Json claim) {
+    std::string cls = Str(claim, {"spec", "storageClassName"});
+    if (cls.empty()) return;
+    const Json* sc = s_.Get("storageclasses", cls);
+    if (sc == nullptr) {
+      EmitOnce(claim, "Warning", "ProvisioningFailed", "storageclass.storage.k8s.io \"" + cls + "\" not found");
+      return;
+    }
+    if (Str(*sc, {"volumeBindingMode"}) == "WaitForFirstConsumer" && Annotation(claim, kSelectedNodeAnn).empty()) {
+      EmitOnce(claim, "Normal", "WaitForFirstConsumer", "waiting for first consumer to be created before binding");
+      return;
+    }
+    std::string prov = Str(*sc, {"provisioner"});
+    if (prov.rfind("kubernetes.io/", 0) == 0) return;  // in-tree: no plugins in the fake
+    if (Annotation(claim, kStorageProvisionerAnn) == prov && Annotation(claim, kBetaStorageProvisionerAnn) == prov) return;
+    JsonObject& ann = Obj(claim, {"metadata", "annotations"});
+    ann[kStorageProvisionerAnn] = Json(prov);
+    ann[kBetaStorageProvisionerAnn] = Json(prov);
+    Json stored = s_.Commit("persistentvolumeclaims", claim);
+    EmitOnce(stored, "Normal", "ExternalProvisioning",
+             "Waiting for a volume to be created either by the external provisioner '" + prov +
+                 "' or manually by the system administrator. If volume creation is delayed, please verify that the "
+                 "provisioner is running and correctly registered.");
+  }
+
+  // pv_controller.go bind(): volume claimRef, volume phase, claim volumeName and
+  // annotations, claim status; each a separate write, as the real controller makes them.
+  void Bind(Json pv, Json claim) {
+    std::string pv_name = Str(pv, {"metadata", "name"});
+    if (Str(pv, {"spec", "claimRef", "uid"}) != Str(claim, {"metadata", "uid"})) {
+      JsonObject ref;
+      ref["kind"] = Json("PersistentVolumeClaim");
+      ref["apiVersion"] = Json("v1");
+      ref["namespace"] = Json(Str(claim, {"metadata", "namespace"}));
+      ref["name"] = Json(Str(claim, {"metadata", "name"}));
+      ref["uid"] = Json(Str(claim, {"metadata", "uid"}));
+      ref["resourceVersion"] = Json(Str(claim, {"metadata", "resourceVersion"}));
+      bool had_ref = HasClaimRef(pv);
+      Obj(pv, {"spec"})["claimRef"] = Json(ref);
+      if (!had_ref) Obj(pv, {"metadata", "annotations"})[kBoundByController] = Json("yes");
+      pv = s_.Commit("persistentvolumes", pv);
+    }
+    if (Phase(pv) != "Bound") {
+      JsonObject& st = Obj(pv, {"status"});
+      st["phase"] = Json("Bound");
+      st["lastPhaseTransitionTime"] = Json(NowRfc3339());
+      pv = s_.Commit("persistentvolumes", pv);
+    }
+    if (Str(claim, {"spec", "volumeName"}) != pv_name || Annotation(claim, kBindCompleted) != "yes") {
+      if (Str(claim, {"spec", "volumeName"}) != pv_name) {
+        Obj(claim, {"spec"})["volumeName"] = Json(pv_name);
+        Obj(claim, {"metadata", "annotations"})[kBoundByController] = Json("yes");
+      }
+      Obj(claim, {"metadata", "annotations"})[kBindCompleted] = Json("yes");
+      claim = s_.Commit("persistentvolumeclaims", claim);
+    }
+    if (Phase(claim) != "Bound") {
+      JsonObject& st = Obj(claim, {"status"});
+      st["phase"] = Json("Bound");
+      if (const Json* cap = Path(pv, {"spec", "capacity"})) st["capacity"] = *cap;
+      st["accessModes"] = StringArray(StringList(pv, {"spec", "accessModes"}));
+      s_.Commit("persistentvolumeclaims", claim);
+    }
+  }
+
+  // Records an Event about the claim from the PV controller, once per claim and reason.
+  void EmitOnce(const Json& claim, const std::string& type, const std::string& reason, const std::string& message) {
+    std::string uid = Str(claim, {"metadata", "uid"});
+    if (!emitted_.insert(uid + "/" + reason).second) return;
+    std::string ns = Str(claim, {"metadata", "namespace"}), name = Str(claim, {"metadata", "name"});
+    char suffix[32];
+    snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(NowNs()));
+    Json ev{JsonObject()};
+    JsonObject& m = Meta(ev);
+    m["name"] = Json(name + suffix);
+    m["namespace"] = Json(ns);
+    InitMeta(ev);
+    JsonObject& o = ev.get<JsonObject>();
+    o["kind"] = Json("Event");
+    o["apiVersion"] = Json("v1");
+    JsonObject inv;
+    inv["kind"] = Json("PersistentVolumeClaim");
+    inv["apiVersion"] = Json("v1");
+    inv["namespace"] = Json(ns);
+    inv["name"] = Json(name);
+    inv["uid"] = Json(uid);
+    inv["resourceVersion"] = Json(Str(claim, {"metadata", "resourceVersion"}));
+    o["involvedObject"] = Json(inv);
+    o["type"] = Json(type);
+    o["reason"] = Json(reason);
+    o["message"] = Json(message);
+    o["count"] = Json(1.0);
+    o["firstTimestamp"] = Json(NowRfc3339());
+    o["lastTimestamp"] = Json(NowRfc3339());
+    JsonObject src;
+    src["component"] = Json("persistentvolume-controller");
+    o["source"] = Json(src);
+    o["reportingComponent"] = Json("persistentvolume-controller");
+    o["reportingInstance"] = Json("");
+    s_.Put("events", ev);
+  }
+
+  Store& s_;
+  std::map<std::string, uint64_t> cursor_;
+  std::set<std::string> emitted_;
+};
+
+}  // namespace fake

@@ -1,0 +1,210 @@
+// The fake API server's storage: the resource types it serves, the objects by key, one global
+// resourceVersion counter, and a bounded per-resource history of watch events (the watch cache).
+// Not locked itself: the server holds Store::mu around every call and waits on Store::changed.
+#pragma once
+#include <openssl/rand.h>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "test/fake_json.hpp"
+
+namespace fake {
+
+// One served resource, with the strategy flags of its real registry.
+struct ResourceType {
+  std::string group;     // "" = core
+  std::string version;   // "v1"
+  std::string plural;    // "persistentvolumeclaims"
+  std::string singular;  // "persistentvolumeclaim"
+  std::string kind;      // "PersistentVolumeClaim"
+  bool namespaced = false;
+  std::vector<std::string> short_names;
+  bool has_status = false;             // a /status subresource; the main resource ignores status
+  bool allow_create_on_update = false;  // PUT of a missing object creates it
+  bool return_deleted_object = false;   // DELETE answers the object rather than a Status
+
+  std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
+  // "persistentvolumes" or "storageclasses.storage.k8s.io" (schema.GroupResource.String()).
+  std::string QualifiedResource() const { return group.empty() ? plural : plural + "." + group; }
+  std::string QualifiedKind() const { return group.empty() ? kind : kind + "." + group; }
+};
+
+inline const std::vector<ResourceType>& ResourceTypes() {
+  static const std::vector<ResourceType> types = {
+      {"", "v1", "persistentvolumeclaims", "persistentvolumeclaim", "PersistentVolumeClaim", true, {"pvc"}, true, false, true},
+      {"", "v1", "persistentvolumes", "persistentvolume", "PersistentVolume", false, {"pv"}, true, false, true},
+      {"", "v1", "events", "event", "Event", true, {"ev"}, false, true, false},
+      {"", "v1", "pods", "pod", "Pod", true, {"po"}, true, false, true},
+      {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true, false, true},
+      {"storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, {"sc"}, false, false, true},
+      {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false, true, false},
+  };
+  return types;
+}
+
+// The type serving group/version/plural, or null.
+inline const ResourceType* FindType(const std::string& group, const std::string& version, const std::string& plural) {
+  for (const auto& t : ResourceTypes())
+    if (t.group == group && t.version == version && t.plural == plural) return &t;
+  return nullptr;
+}
+
+inline const ResourceType& TypeOf(const std::string& plural) {
+  for (const auto& t : ResourceTypes())
+    if (t.plural == plural) return t;
+  return ResourceTypes()[0];
+}
+
+// "ns/name" for namespaced objects, "name" otherwise; also the list order (as etcd keys sort).
+inline std::string ObjectKey(const std::string& ns, const std::string& name) { return ns.empty() ? name : ns + "/" + name; }
+
+inline std::string RandomHex(size_t bytes) {
+  std::vector<unsigned char> b(bytes);
+  RAND_bytes(b.data(), static_cast<int>(bytes));
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : b) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
+
+// A random RFC 4122 version 4 UUID, as metadata.uid.
+inline std::string NewUid() {
+  std::string h = RandomHex(16);
+  h[12] = '4';
+  h[16] = "89ab"[h[16] % 4];
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
+}
+
+// metadata.deletionTimestamp is set.
+inline bool IsDeleting(const Json& obj) {
+  const Json* t = Path(obj, {"metadata", "deletionTimestamp"});
+  return t != nullptr && t->is<std::string>();
+}
+
+// Fills in what the server sets on every new object: uid and creationTimestamp.
+inline void InitMeta(Json& obj) {
+  JsonObject& m = Meta(obj);
+  m["uid"] = Json(NewUid());
+  m["creationTimestamp"] = Json(NowRfc3339());
+  m.erase("deletionTimestamp");
+  m.erase("resourceVersion");
+}
+
+// One change, as every watcher of its resource sees it. Immutable once made.
+struct WatchEvent {
+  uint64_t rv = 0;
+  std::string type;  // ADDED | MODIFIED | DELETED
+  std::string ns, name;
+  Json object;       // the object after the change (the last state for DELETED)
+  std::string line;  // {"type":..,"object":..}\n, serialised once for all watchers
+};
+using EventPtr = std::shared_ptr<const WatchEvent>;
+
+// The objects and history of one resource type.
+struct Bucket {
+  std::map<std::string, Json> objects;  // by ObjectKey
+  std::deque<EventPtr> history;         // oldest first
+  uint64_t first_seq = 0;               // sequence number of history.front()
+  uint64_t floor_rv = 0;                // every event with rv > floor_rv is in history
+  uint64_t NextSeq() const { return first_seq + history.size(); }
+};
+
+class Store {
+ public:
+  explicit Store(size_t history_limit) : history_limit_(history_limit == 0 ? 1 : history_limit) {
+    for (const auto& t : ResourceTypes()) buckets_[t.plural];
+  }
+
+  std::mutex mu;                     // guards everything below and all calls
+  std::condition_variable changed;   // notified after every write and control change
+
+  uint64_t rv() const { return rv_; }
+  Bucket& bucket(const std::string& plural) { return buckets_[plural]; }
+
+  // The stored object or null.
+  const Json* Get(const std::string& plural, const std::string& key) {
+    auto& objs = buckets_[plural].objects;
+    auto it = objs.find(key);
+    return it == objs.end() ? nullptr : &it->second;
+  }
+
+  // Stores obj under its metadata namespace/name with the next resourceVersion, records an
+  // ADDED or MODIFIED event, wakes watchers, and returns the stored copy.
+  Json Put(const std::string& plural, Json obj) {
+    std::string key = ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"}));
+    auto& b = buckets_[plural];
+    bool existed = b.objects.count(key) > 0;
+    Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
+    b.objects[key] = obj;
+    Record(plural, existed ? "MODIFIED" : "ADDED", obj);
+    return obj;
+  }
+
+  // Removes the object (if present) with a DELETED event carrying its last state at a new
+  // resourceVersion; returns that state (null Json when it was not there).
+  Json Remove(const std::string& plural, const std::string& key) {
+    auto& b = buckets_[plural];
+    auto it = b.objects.find(key);
+    if (it == b.objects.end()) return Json();
+    Json obj = it->second;
+    b.objects.erase(it);
+    Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
+    Record(plural, "DELETED", obj);
+    return obj;
+  }
+
+  // Put, except that an object being deleted whose last finalizer is gone is removed instead
+  // (the registry's shouldDeleteDuringUpdate). Returns the stored or removed state.
+  Json Commit(const std::string& plural, Json obj) {
+    if (IsDeleting(obj) && StringList(obj, {"metadata", "finalizers"}).empty())
+      return Remove(plural, ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"})));
+    return Put(plural, std::move(obj));
+  }
+
+  // Forgets all history: watches from any earlier resourceVersion then get 410 Expired.
+  void Compact() {
+    for (auto& [plural, b] : buckets_) {
+      b.first_seq += b.history.size();
+      b.history.clear();
+      b.floor_rv = rv_;
+    }
+    changed.notify_all();
+  }
+
+ private:
+  void Record(const std::string& plural, const char* type, const Json& obj) {
+    auto ev = std::make_shared<WatchEvent>();
+    ev->rv = rv_;
+    ev->type = type;
+    ev->ns = Str(obj, {"metadata", "namespace"});
+    ev->name = Str(obj, {"metadata", "name"});
+    ev->object = obj;
+    JsonObject line;
+    line["type"] = Json(ev->type);
+    line["object"] = obj;
+    ev->line = Json(line).serialize() + "\n";
+    auto& b = buckets_[plural];
+    b.history.push_back(std::move(ev));
+    while (b.history.size() > history_limit_) {
+      b.history.pop_front();
+      ++b.first_seq;
+      b.floor_rv = b.history.front()->rv - 1;  // as watch_cache.go: too old below oldest-1
+    }
+    changed.notify_all();
+  }
+
+  size_t history_limit_;
+  uint64_t rv_ = 0;
+  std::map<std::string, Bucket> buckets_;
+};
+
+}  // namespace fake
