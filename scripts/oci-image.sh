@@ -24,6 +24,7 @@ usage() { die "usage: oci-image.sh BINARY OUT.tar NAME[:TAG]" 2; }
 binary=$1 out=$2 ref=$3
 [ -f "$binary" ] || die "binary '$binary' is not a file" 2
 [ -d "$(dirname -- "$out")" ] || die "folder of '$out' does not exist" 2
+[ ! -d "$out" ] || die "'$out' is a folder, not an archive name" 2
 epoch=${SOURCE_DATE_EPOCH:-0}
 [[ $epoch =~ ^[0-9]+$ ]] || die "SOURCE_DATE_EPOCH must be a number of seconds" 2
 
@@ -45,6 +46,7 @@ else
   path=$name full_name=docker.io/library/$name    # app
 fi
 [[ $path =~ ^$component(/$component)*$ ]] || die "invalid image name '$name' in '$ref'" 2
+[ ${#name} -le 255 ] || die "image name '$name' is longer than 255 characters" 2
 
 # --- the platform, read from the ELF header (e_machine at byte 18, little-endian)
 [ "$(head -c 4 "$binary" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] \
