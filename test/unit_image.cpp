@@ -245,33 +245,40 @@ struct Built {
   ScriptRun first, second;  // two builds of the main image, the second from a touched copy
 };
 
+// Fills b: compiles the stand-in, then builds the main image twice.
+void Build(Built& b) {
+  REQUIRE(!b.dir.path().empty());
+  REQUIRE(access(kScript, R_OK) == 0);  // run from the repository root
+  std::string c = b.dir.path() + "/stand_in.c";
+  b.stand_in = b.dir.path() + "/stand-in";
+  REQUIRE(WriteFile(c,
+                    "#include <string.h>\n"
+                    "int main(int argc, char** argv) {\n"
+                    "  return (argc == 2 && strcmp(argv[1], \"--help\") == 0) ? 0 : 3;\n"
+                    "}\n"));
+  REQUIRE(Run("cc -static -Os -s -o " + Quote(b.stand_in) + " " + Quote(c)) == 0);
+  b.binary = access(kRealBinary, X_OK) == 0 ? kRealBinary : b.stand_in;
+  b.binary_data = ReadFile(b.binary);
+  b.first = RunScript(b.dir.path(), b.binary, b.dir.path() + "/first.tar", "hostpath-provisioner:latest");
+  // The same bytes under another name, mode and time must give the same archive.
+  std::string copy = b.dir.path() + "/copy";
+  REQUIRE(WriteFile(copy, b.binary_data));
+  REQUIRE(chmod(copy.c_str(), 0700) == 0);
+  REQUIRE(Run("touch -d 2001-02-03T04:05:06Z " + Quote(copy)) == 0);
+  b.second = RunScript(b.dir.path(), copy, b.dir.path() + "/second.tar", "hostpath-provisioner:latest");
+  WARN("image built from " << b.binary << " (" << b.binary_data.size() << " bytes): archive "
+                           << b.first.archive.size() << " bytes");
+}
+
+// The shared build, made on first use; its folder is removed when the program ends.
 const Built& Shared() {
-  static Built* built = [] {
-    auto* b = new Built;
-    REQUIRE(!b->dir.path().empty());
-    REQUIRE(access(kScript, R_OK) == 0);  // run from the repository root
-    std::string c = b->dir.path() + "/stand_in.c";
-    b->stand_in = b->dir.path() + "/stand-in";
-    REQUIRE(WriteFile(c,
-                      "#include <string.h>\n"
-                      "int main(int argc, char** argv) {\n"
-                      "  return (argc == 2 && strcmp(argv[1], \"--help\") == 0) ? 0 : 3;\n"
-                      "}\n"));
-    REQUIRE(Run("cc -static -Os -s -o " + Quote(b->stand_in) + " " + Quote(c)) == 0);
-    b->binary = access(kRealBinary, X_OK) == 0 ? kRealBinary : b->stand_in;
-    b->binary_data = ReadFile(b->binary);
-    b->first = RunScript(b->dir.path(), b->binary, b->dir.path() + "/first.tar", "hostpath-provisioner:latest");
-    // The same bytes under another name, mode and time must give the same archive.
-    std::string copy = b->dir.path() + "/copy";
-    REQUIRE(WriteFile(copy, b->binary_data));
-    REQUIRE(chmod(copy.c_str(), 0700) == 0);
-    REQUIRE(Run("touch -d 2001-02-03T04:05:06Z " + Quote(copy)) == 0);
-    b->second = RunScript(b->dir.path(), copy, b->dir.path() + "/second.tar", "hostpath-provisioner:latest");
-    WARN("image built from " << b->binary << " (" << b->binary_data.size() << " bytes): archive "
-                             << b->first.archive.size() << " bytes");
-    return b;
-  }();
-  return *built;
+  static Built built;
+  static bool ready = false;
+  if (!ready) {
+    Build(built);
+    ready = true;
+  }
+  return built;
 }
 
 // The archive of the main image, parsed; fails the test if the script failed.
