@@ -231,8 +231,10 @@ inline std::string Unhex(const std::string& s) {
 
 inline std::string RandomSuffix() {
   static const char* alphabet = "bcdfghjklmnpqrstvwxz2456789";  // apimachinery/pkg/util/rand
-  std::string hex = RandomHex(5), out;
-  for (char c : hex) out += alphabet[static_cast<unsigned char>(c) % 27];
+  unsigned char bytes[5];
+  RAND_bytes(bytes, sizeof bytes);
+  std::string out;
+  for (unsigned char c : bytes) out += alphabet[c % 27];
   return out;
 }
 

@@ -1,0 +1,665 @@
+// Tests of the fake API server itself: a real server on loopback, reached over verified HTTPS.
+#include <stdlib.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "test/fake_apiserver.hpp"
+
+namespace {
+
+using fake::Json;
+using fake::Str;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/fake-apiserver-test-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  return tmpl;
+}
+
+// A started server in a fresh directory, stopped at scope end.
+struct Server {
+  explicit Server(fake::ApiServerOptions opts = {}) : api(WithDir(std::move(opts))) {
+    Status s = api.Start();
+    INFO(s.message());
+    REQUIRE(s.ok());
+  }
+  static fake::ApiServerOptions WithDir(fake::ApiServerOptions o) {
+    if (o.dir.empty()) o.dir = TempDir();
+    return o;
+  }
+  fake::ApiServer api;
+};
+
+struct Reply {
+  int code = 0;
+  Json body;
+  std::string retry_after;
+};
+
+// One HTTPS request verified against the server's CA; token "" sends none.
+Reply Call(const fake::ApiServer& api, const std::string& token, const std::string& method, const std::string& path,
+           const std::string& body = "", const std::string& type = "application/json") {
+  httplib::SSLClient c("127.0.0.1", api.port());
+  c.set_ca_cert_path((api.dir() + "/ca.crt").c_str());
+  c.enable_server_certificate_verification(true);
+  if (!token.empty()) c.set_bearer_token_auth(token.c_str());
+  httplib::Result r = method == "GET"      ? c.Get(path.c_str())
+                      : method == "POST"   ? c.Post(path.c_str(), body, type.c_str())
+                      : method == "PUT"    ? c.Put(path.c_str(), body, type.c_str())
+                      : method == "PATCH"  ? c.Patch(path.c_str(), body, type.c_str())
+                                           : c.Delete(path.c_str(), body, type.c_str());
+  INFO(method << " " << path << ": " << httplib::to_string(r.error()));
+  REQUIRE(r);
+  Reply out;
+  out.code = r->status;
+  out.retry_after = r->get_header_value("Retry-After");
+  if (!r->body.empty()) {
+    auto parsed = fake::ParseJson(r->body);
+    INFO(r->body);
+    REQUIRE(parsed.ok());
+    out.body = *parsed;
+  }
+  return out;
+}
+
+Reply Admin(const fake::ApiServer& api, const std::string& method, const std::string& path, const std::string& body = "",
+            const std::string& type = "application/json") {
+  return Call(api, api.admin_token(), method, path, body, type);
+}
+
+// Reads watch events from path until `count` have arrived or the watch ends.
+std::vector<Json> WatchEvents(const fake::ApiServer& api, const std::string& path, size_t count) {
+  httplib::SSLClient c("127.0.0.1", api.port());
+  c.set_ca_cert_path((api.dir() + "/ca.crt").c_str());
+  c.enable_server_certificate_verification(true);
+  c.set_bearer_token_auth(api.admin_token().c_str());
+  c.set_read_timeout(60, 0);
+  std::vector<Json> events;
+  std::string buf;
+  c.Get(path.c_str(), [&](const char* data, size_t n) {
+    buf.append(data, n);
+    size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      auto ev = fake::ParseJson(buf.substr(0, nl));
+      buf.erase(0, nl + 1);
+      if (ev.ok()) events.push_back(*ev);
+    }
+    return events.size() < count;
+  });
+  return events;
+}
+
+std::string Pv(const std::string& name, const std::string& extra_spec = "", const std::string& path = "/data/x") {
+  return R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")" + name +
+         R"("},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"hostPath":{"path":")" + path +
+         R"("},"storageClassName":"hostpath","persistentVolumeReclaimPolicy":"Delete")" + extra_spec + "}}";
+}
+
+std::string Pvc(const std::string& name, const std::string& cls = "hostpath") {
+  return R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")" + name +
+         R"("},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}},"storageClassName":")" +
+         cls + R"("}})";
+}
+
+const char* kClass =
+    R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"hostpath"},"provisioner":"example.com/hostpath"})";
+
+const std::string kPvs = "/api/v1/persistentvolumes";
+const std::string kPvcs = "/api/v1/namespaces/default/persistentvolumeclaims";
+
+}  // namespace
+
+TEST_CASE("start writes the CA, kubeconfigs, service-account files and port") {
+  Server s;
+  const std::string d = s.api.dir();
+  CHECK(ReadFile(d + "/ca.crt").find("BEGIN CERTIFICATE") != std::string::npos);
+  CHECK(ReadFile(d + "/serviceaccount/ca.crt") == ReadFile(d + "/ca.crt"));
+  CHECK(ReadFile(d + "/serviceaccount/token") == s.api.sa_token());
+  CHECK(ReadFile(d + "/serviceaccount/namespace") == "kube-system");
+  CHECK(ReadFile(d + "/port") == std::to_string(s.api.port()) + "\n");
+  std::string admin = ReadFile(d + "/admin.kubeconfig");
+  CHECK(admin.find("server: " + s.api.url()) != std::string::npos);
+  CHECK(admin.find("token: " + s.api.admin_token()) != std::string::npos);
+  CHECK(ReadFile(d + "/provisioner.kubeconfig").find("tokenFile: " + d + "/serviceaccount/token") != std::string::npos);
+}
+
+TEST_CASE("requests without a known token get 401 Unauthorized") {
+  Server s;
+  for (const std::string token : {"", "wrong"}) {
+    Reply r = Call(s.api, token, "GET", kPvs);
+    CHECK(r.code == 401);
+    CHECK(Str(r.body, {"reason"}) == "Unauthorized");
+    CHECK(Str(r.body, {"kind"}) == "Status");
+  }
+  CHECK(Call(s.api, s.api.sa_token(), "GET", kPvs).code == 200);
+}
+
+TEST_CASE("create, get, create twice, get missing") {
+  Server s;
+  Reply created = Admin(s.api, "POST", kPvs, Pv("a"));
+  REQUIRE(created.code == 201);
+  CHECK(!Str(created.body, {"metadata", "uid"}).empty());
+  CHECK(!Str(created.body, {"metadata", "creationTimestamp"}).empty());
+  CHECK(fake::StringList(created.body, {"metadata", "finalizers"}) == std::vector<std::string>{"kubernetes.io/pv-protection"});
+  Reply got = Admin(s.api, "GET", kPvs + "/a");
+  CHECK(got.code == 200);
+  CHECK(Str(got.body, {"metadata", "uid"}) == Str(created.body, {"metadata", "uid"}));
+  CHECK(Str(got.body, {"status", "phase"}) == "Available");
+
+  Reply again = Admin(s.api, "POST", kPvs, Pv("a"));
+  CHECK(again.code == 409);
+  CHECK(Str(again.body, {"reason"}) == "AlreadyExists");
+  CHECK(Str(again.body, {"message"}) == "persistentvolumes \"a\" already exists");
+  CHECK(Str(again.body, {"details", "name"}) == "a");
+  CHECK(Str(again.body, {"details", "kind"}) == "persistentvolumes");
+
+  Reply missing = Admin(s.api, "GET", kPvs + "/nope");
+  CHECK(missing.code == 404);
+  CHECK(Str(missing.body, {"reason"}) == "NotFound");
+  CHECK(Str(missing.body, {"message"}) == "persistentvolumes \"nope\" not found");
+
+  Reply gen = Admin(s.api, "POST", kPvs, R"({"metadata":{"generateName":"gen-"},)" + Pv("x").substr(Pv("x").find("\"spec\"")));
+  CHECK(gen.code == 201);
+  CHECK(Str(gen.body, {"metadata", "name"}).rfind("gen-", 0) == 0);
+  CHECK(Str(gen.body, {"metadata", "name"}).size() == 9);
+}
+
+TEST_CASE("invalid objects are refused with 422 and field causes") {
+  struct Case {
+    const char* name;
+    std::string path, body, field;
+  };
+  std::vector<Case> cases = {
+      {"name not a DNS subdomain", kPvs, Pv("Bad_Name"), "metadata.name"},
+      {"PV without capacity", kPvs,
+       R"({"metadata":{"name":"a"},"spec":{"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/x"}}})", "spec.capacity"},
+      {"PV without access modes", kPvs,
+       R"({"metadata":{"name":"a"},"spec":{"capacity":{"storage":"1Gi"},"hostPath":{"path":"/x"}}})", "spec.accessModes"},
+      {"PV without a volume source", kPvs,
+       R"({"metadata":{"name":"a"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"]}})", "spec"},
+      {"PV with two volume sources", kPvs, Pv("a", R"(,"local":{"path":"/y"})"), "spec.local"},
+      {"PV hostPath with ..", kPvs, Pv("a", "", "/data/../etc"), "spec.hostPath.path"},
+      {"PVC without access modes", kPvcs,
+       R"({"metadata":{"name":"c"},"spec":{"resources":{"requests":{"storage":"1Gi"}}}})", "spec.accessModes"},
+      {"PVC without a storage request", kPvcs, R"({"metadata":{"name":"c"},"spec":{"accessModes":["ReadWriteOnce"]}})",
+       "spec.resources[storage]"},
+      {"Event about an object in another namespace", "/api/v1/namespaces/default/events",
+       R"({"metadata":{"name":"e"},"involvedObject":{"kind":"PersistentVolumeClaim","namespace":"other","name":"c"},"reason":"R"})",
+       "involvedObject.namespace"},
+      {"Event about a PV outside default", "/api/v1/namespaces/kube-system/events",
+       R"({"metadata":{"name":"e"},"involvedObject":{"kind":"PersistentVolume","name":"pv"},"reason":"R"})",
+       "involvedObject.namespace"},
+  };
+  Server s;
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      Reply r = Admin(s.api, "POST", c.path, c.body);
+      CHECK(r.code == 422);
+      CHECK(Str(r.body, {"reason"}) == "Invalid");
+      const Json* causes = fake::Path(r.body, {"details", "causes"});
+      REQUIRE(causes != nullptr);
+      bool found = false;
+      for (const Json& cause : causes->get<fake::JsonArray>()) found = found || Str(cause, {"field"}) == c.field;
+      INFO(r.body.serialize());
+      CHECK(found);
+    }
+  }
+  SECTION("accepted: relative hostPath, event about a PV in default") {
+    CHECK(Admin(s.api, "POST", kPvs, Pv("rel", "", "relative/dir")).code == 201);
+    CHECK(Admin(s.api, "POST", "/api/v1/namespaces/default/events",
+                R"({"metadata":{"name":"e"},"involvedObject":{"kind":"PersistentVolume","name":"pv"},"reason":"R"})")
+              .code == 201);
+  }
+  SECTION("the message names kind, name and field") {
+    Reply r = Admin(s.api, "POST", kPvs, Pv("a", "", "/a/../b"));
+    CHECK(Str(r.body, {"message"}) ==
+          "PersistentVolume \"a\" is invalid: spec.hostPath.path: Invalid value: \"/a/../b\": must not contain '..'");
+  }
+}
+
+TEST_CASE("update needs the current resourceVersion") {
+  Server s;
+  Reply created = Admin(s.api, "POST", kPvs, Pv("a"));
+  REQUIRE(created.code == 201);
+  Json obj = Admin(s.api, "GET", kPvs + "/a").body;
+  std::string rv = Str(obj, {"metadata", "resourceVersion"});
+  fake::Obj(obj, {"metadata", "labels"})["x"] = Json("1");
+  Reply ok = Admin(s.api, "PUT", kPvs + "/a", obj.serialize());
+  CHECK(ok.code == 200);
+  CHECK(std::stoull(Str(ok.body, {"metadata", "resourceVersion"})) > std::stoull(rv));
+
+  fake::Obj(obj, {"metadata", "labels"})["x"] = Json("2");  // still the old resourceVersion
+  Reply stale = Admin(s.api, "PUT", kPvs + "/a", obj.serialize());
+  CHECK(stale.code == 409);
+  CHECK(Str(stale.body, {"reason"}) == "Conflict");
+  CHECK(Str(stale.body, {"message"}) ==
+        "Operation cannot be fulfilled on persistentvolumes \"a\": the object has been modified; please apply your "
+        "changes to the latest version and try again");
+
+  CHECK(Admin(s.api, "PUT", kPvs + "/missing", Pv("missing")).code == 404);
+  CHECK(Admin(s.api, "PUT", kPvs + "/a", Pv("b")).code == 400);  // name differs from the URL
+}
+
+TEST_CASE("a watch from a list's resourceVersion gets every later change, in order") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("before")).code == 201);
+  Reply list = Admin(s.api, "GET", kPvs);
+  CHECK(Str(list.body, {"kind"}) == "PersistentVolumeList");
+  CHECK(list.body.get("items").get<fake::JsonArray>().size() == 1);
+  std::string rv = Str(list.body, {"metadata", "resourceVersion"});
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("after")).code == 201);
+  REQUIRE(Admin(s.api, "DELETE", kPvs + "/before").code == 200);
+
+  auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30&resourceVersion=" + rv, 4);
+  std::vector<std::string> seen;
+  for (const Json& e : events) seen.push_back(Str(e, {"type"}) + " " + Str(e, {"object", "metadata", "name"}));
+  // after: created (Pending) then Available by the PV controller; before: deletionTimestamp, finalizer removed.
+  CHECK(seen == std::vector<std::string>{"ADDED after", "MODIFIED after", "MODIFIED before", "DELETED before"});
+
+  SECTION("live events arrive after the backlog") {
+    std::thread writer([&] { Admin(s.api, "POST", kPvs, Pv("live")); });
+    auto live = WatchEvents(s.api, kPvs + "?watch=1&timeoutSeconds=30&resourceVersion=" + Str(events.back(), {"object", "metadata", "resourceVersion"}), 1);
+    writer.join();
+    REQUIRE(!live.empty());
+    CHECK(Str(live[0], {"type"}) == "ADDED");
+    CHECK(Str(live[0], {"object", "metadata", "name"}) == "live");
+  }
+  SECTION("no resourceVersion: ADDED for every current object first") {
+    auto initial = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30", 1);
+    REQUIRE(initial.size() == 1);
+    CHECK(Str(initial[0], {"type"}) == "ADDED");
+    CHECK(Str(initial[0], {"object", "metadata", "name"}) == "after");
+  }
+}
+
+TEST_CASE("a watch from before the history gets one ERROR event with 410 Expired") {
+  fake::ApiServerOptions o;
+  o.history = 2;
+  Server s(o);
+  for (const char* n : {"a", "b", "c"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
+  auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30&resourceVersion=1", 2);
+  REQUIRE(events.size() == 1);
+  CHECK(Str(events[0], {"type"}) == "ERROR");
+  CHECK(events[0].get("object").get("code").get<double>() == 410);
+  CHECK(Str(events[0], {"object", "reason"}) == "Expired");
+  CHECK(Str(events[0], {"object", "message"}).rfind("too old resource version: 1 (", 0) == 0);
+
+  SECTION("after /fake/compact even the latest list's resourceVersion is expired for older ones") {
+    std::string rv = Str(Admin(s.api, "GET", kPvs).body, {"metadata", "resourceVersion"});
+    REQUIRE(Admin(s.api, "POST", kPvs, Pv("d")).code == 201);
+    REQUIRE(Admin(s.api, "POST", "/fake/compact").code == 200);
+    auto after = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30&resourceVersion=" + rv, 2);
+    REQUIRE(after.size() == 1);
+    CHECK(Str(after[0], {"type"}) == "ERROR");
+  }
+}
+
+TEST_CASE("drop-watches ends an open watch") {
+  Server s;
+  std::atomic<bool> ended{false};
+  std::thread dropper([&] {
+    // Drops until the watch below has ended: a drop ends the watches open at that moment.
+    while (!ended) {
+      s.api.DropWatches();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=600&resourceVersion=1", 1);
+  ended = true;
+  dropper.join();
+  CHECK(events.empty());
+}
+
+TEST_CASE("the PV controller binds a provisioned volume and releases it when the claim goes") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
+  Reply claim = Admin(s.api, "POST", kPvcs, Pvc("c1"));
+  REQUIRE(claim.code == 201);
+  CHECK(Str(claim.body, {"status", "phase"}) == "Pending");
+  Json annotated = Admin(s.api, "GET", kPvcs + "/c1").body;
+  CHECK(fake::Annotation(annotated, "volume.kubernetes.io/storage-provisioner") == "example.com/hostpath");
+  CHECK(fake::Annotation(annotated, "volume.beta.kubernetes.io/storage-provisioner") == "example.com/hostpath");
+
+  std::string uid = Str(claim.body, {"metadata", "uid"});
+  std::string ref = R"(,"claimRef":{"namespace":"default","name":"c1","uid":")" + uid + "\"}";
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("pvc-" + uid, ref)).code == 201);
+  Json pv = Admin(s.api, "GET", kPvs + "/pvc-" + uid).body;
+  Json bound = Admin(s.api, "GET", kPvcs + "/c1").body;
+  CHECK(Str(pv, {"status", "phase"}) == "Bound");
+  CHECK(Str(bound, {"status", "phase"}) == "Bound");
+  CHECK(Str(bound, {"spec", "volumeName"}) == "pvc-" + uid);
+  CHECK(Str(bound, {"status", "capacity", "storage"}) == "1Gi");
+  CHECK(fake::StringList(bound, {"status", "accessModes"}) == std::vector<std::string>{"ReadWriteOnce"});
+  CHECK(fake::Annotation(bound, "pv.kubernetes.io/bind-completed") == "yes");
+  CHECK(fake::Annotation(bound, "pv.kubernetes.io/bound-by-controller") == "yes");
+
+  SECTION("a bound PV being deleted waits for its claim; then Released, then gone") {
+    Reply del = Admin(s.api, "DELETE", kPvs + "/pvc-" + uid);
+    CHECK(del.code == 200);
+    CHECK(!Str(del.body, {"metadata", "deletionTimestamp"}).empty());
+    CHECK(Admin(s.api, "GET", kPvs + "/pvc-" + uid).code == 200);
+    REQUIRE(Admin(s.api, "DELETE", kPvcs + "/c1").code == 200);
+    CHECK(Admin(s.api, "GET", kPvcs + "/c1").code == 404);
+    CHECK(Admin(s.api, "GET", kPvs + "/pvc-" + uid).code == 404);
+  }
+  SECTION("claim deleted: PV Released with its claimRef kept") {
+    REQUIRE(Admin(s.api, "DELETE", kPvcs + "/c1").code == 200);
+    CHECK(Admin(s.api, "GET", kPvcs + "/c1").code == 404);
+    Json released = Admin(s.api, "GET", kPvs + "/pvc-" + uid).body;
+    CHECK(Str(released, {"status", "phase"}) == "Released");
+    CHECK(Str(released, {"spec", "claimRef", "uid"}) == uid);
+  }
+}
+
+TEST_CASE("claims: default class, WaitForFirstConsumer, static binding") {
+  Server s;
+  std::string def = R"({"metadata":{"name":"def","annotations":{"storageclass.kubernetes.io/is-default-class":"true"}},"provisioner":"example.com/hostpath","volumeBindingMode":"WaitForFirstConsumer"})";
+  REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", def).code == 201);
+  std::string no_class = R"({"metadata":{"name":"c"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})";
+  Reply c = Admin(s.api, "POST", kPvcs, no_class);
+  REQUIRE(c.code == 201);
+  CHECK(Str(c.body, {"spec", "storageClassName"}) == "def");
+  CHECK(fake::Annotation(Admin(s.api, "GET", kPvcs + "/c").body, "volume.kubernetes.io/storage-provisioner").empty());
+  Reply sel = Admin(s.api, "PATCH", kPvcs + "/c", R"({"metadata":{"annotations":{"volume.kubernetes.io/selected-node":"n1"}}})",
+                    "application/merge-patch+json");
+  REQUIRE(sel.code == 200);
+  CHECK(fake::Annotation(Admin(s.api, "GET", kPvcs + "/c").body, "volume.kubernetes.io/storage-provisioner") ==
+        "example.com/hostpath");
+
+  // An Available PV of class "static" binds a matching claim of that class (Immediate: no class object).
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("big", "").replace(Pv("big").find("hostpath\""), 8, "static")).code == 201);
+  REQUIRE(Admin(s.api, "POST", kPvcs, Pvc("s", "static")).code == 201);
+  Json claim = Admin(s.api, "GET", kPvcs + "/s").body;
+  CHECK(Str(claim, {"status", "phase"}) == "Bound");
+  CHECK(Str(claim, {"spec", "volumeName"}) == "big");
+}
+
+TEST_CASE("finalizers hold a delete until the last one is removed") {
+  Server s;
+  std::string body = Pv("f").replace(Pv("f").find("\"name\":\"f\""), 10, R"("name":"f","finalizers":["example.com/keep"])");
+  Reply created = Admin(s.api, "POST", kPvs, body);
+  REQUIRE(created.code == 201);
+
+  SECTION("uid precondition mismatch: 409, nothing changes") {
+    Reply r = Admin(s.api, "DELETE", kPvs + "/f", R"({"preconditions":{"uid":"other"}})");
+    CHECK(r.code == 409);
+    CHECK(Str(r.body, {"message"}).find("Precondition failed: UID in precondition: other") != std::string::npos);
+    CHECK(Str(Admin(s.api, "GET", kPvs + "/f").body, {"metadata", "deletionTimestamp"}).empty());
+  }
+  SECTION("delete marks; removing the finalizers by merge patch removes the object") {
+    Reply del = Admin(s.api, "DELETE", kPvs + "/f", R"({"preconditions":{"uid":")" + Str(created.body, {"metadata", "uid"}) + "\"}}");
+    CHECK(del.code == 200);
+    Json marked = Admin(s.api, "GET", kPvs + "/f").body;
+    CHECK(!Str(marked, {"metadata", "deletionTimestamp"}).empty());
+    CHECK(fake::StringList(marked, {"metadata", "finalizers"}) == std::vector<std::string>{"example.com/keep"});
+    Reply add = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":["example.com/keep","new"]}})",
+                      "application/merge-patch+json");
+    CHECK(add.code == 422);  // no new finalizers while deleting
+    Reply patched = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":null}})", "application/merge-patch+json");
+    CHECK(patched.code == 200);
+    CHECK(Admin(s.api, "GET", kPvs + "/f").code == 404);
+  }
+}
+
+TEST_CASE("patches: merge, JSON patch, strategic merge of finalizers") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("p")).code == 201);
+  Reply merge = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"labels":{"a":"1"}},"spec":{"mountOptions":["ro"]}})",
+                      "application/merge-patch+json");
+  CHECK(merge.code == 200);
+  CHECK(Str(merge.body, {"metadata", "labels", "a"}) == "1");
+  CHECK(fake::StringList(merge.body, {"spec", "mountOptions"}) == std::vector<std::string>{"ro"});
+  CHECK(Str(merge.body, {"spec", "hostPath", "path"}) == "/data/x");
+
+  Reply json = Admin(s.api, "PATCH", kPvs + "/p",
+                     R"([{"op":"test","path":"/metadata/labels/a","value":"1"},{"op":"replace","path":"/metadata/labels/a","value":"2"},{"op":"add","path":"/spec/mountOptions/-","value":"noatime"},{"op":"remove","path":"/spec/mountOptions/0"}])",
+                     "application/json-patch+json");
+  CHECK(json.code == 200);
+  CHECK(Str(json.body, {"metadata", "labels", "a"}) == "2");
+  CHECK(fake::StringList(json.body, {"spec", "mountOptions"}) == std::vector<std::string>{"noatime"});
+
+  Reply failed_test = Admin(s.api, "PATCH", kPvs + "/p", R"([{"op":"test","path":"/metadata/labels/a","value":"1"}])",
+                            "application/json-patch+json");
+  CHECK(failed_test.code == 422);
+
+  Reply smp = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"finalizers":["example.com/mine"]}})",
+                    "application/strategic-merge-patch+json");
+  CHECK(smp.code == 200);
+  CHECK(fake::StringList(smp.body, {"metadata", "finalizers"}) ==
+        std::vector<std::string>{"kubernetes.io/pv-protection", "example.com/mine"});
+  Reply smp_del = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"$deleteFromPrimitiveList/finalizers":["example.com/mine"]}})",
+                        "application/strategic-merge-patch+json");
+  CHECK(fake::StringList(smp_del.body, {"metadata", "finalizers"}) == std::vector<std::string>{"kubernetes.io/pv-protection"});
+
+  std::string rv = Str(smp_del.body, {"metadata", "resourceVersion"});
+  Reply unchanged = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"labels":{"a":"2"}}})", "application/merge-patch+json");
+  CHECK(Str(unchanged.body, {"metadata", "resourceVersion"}) == rv);  // a no-op writes nothing
+  Reply stale = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"resourceVersion":"1","labels":{"a":"3"}}})",
+                      "application/merge-patch+json");
+  CHECK(stale.code == 409);
+  CHECK(Admin(s.api, "PATCH", kPvs + "/none", "{}", "application/merge-patch+json").code == 404);
+  CHECK(Admin(s.api, "PATCH", kPvs + "/p", "{}", "application/apply-patch+yaml").code == 415);
+}
+
+TEST_CASE("faults fail the next matching requests with a Status, then stop") {
+  Server s;
+  Reply armed = Admin(s.api, "POST", "/fake/faults", R"({"verb":"create","resource":"persistentvolumes","code":500,"count":2})");
+  REQUIRE(armed.code == 200);
+  CHECK(Admin(s.api, "GET", kPvs).code == 200);  // other verbs are untouched
+  Reply first = Admin(s.api, "POST", kPvs, Pv("a"));
+  CHECK(first.code == 500);
+  CHECK(Str(first.body, {"reason"}) == "InternalError");
+  CHECK(Admin(s.api, "POST", kPvs, Pv("a")).code == 500);
+  CHECK(Admin(s.api, "POST", kPvs, Pv("a")).code == 201);
+
+  REQUIRE(Admin(s.api, "POST", "/fake/faults", R"({"code":429,"retryAfter":3})").code == 200);
+  Reply throttled = Admin(s.api, "GET", kPvs);
+  CHECK(throttled.code == 429);
+  CHECK(throttled.retry_after == "3");
+  CHECK(Str(throttled.body, {"reason"}) == "TooManyRequests");
+  CHECK(Admin(s.api, "GET", kPvs).code == 200);
+}
+
+TEST_CASE("token rotation revokes the old token and writes the new one") {
+  Server s;
+  std::string old_token = ReadFile(s.api.dir() + "/serviceaccount/token");
+  CHECK(Call(s.api, old_token, "GET", kPvs).code == 200);
+  REQUIRE(Admin(s.api, "POST", "/fake/rotate-token").code == 200);
+  std::string new_token = ReadFile(s.api.dir() + "/serviceaccount/token");
+  CHECK(new_token != old_token);
+  CHECK(Call(s.api, old_token, "GET", kPvs).code == 401);
+  CHECK(Call(s.api, new_token, "GET", kPvs).code == 200);
+  CHECK(Call(s.api, new_token, "POST", "/fake/compact").code == 403);  // controls are the admin's
+}
+
+TEST_CASE("the request log records user, verb, resource and code") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("a")).code == 201);
+  Call(s.api, s.api.sa_token(), "GET", kPvs + "/a");
+  Call(s.api, "", "GET", kPvs);
+  Reply log = Admin(s.api, "GET", "/fake/requests");
+  REQUIRE(log.code == 200);
+  const auto& items = log.body.get<fake::JsonArray>();
+  REQUIRE(items.size() == 3);
+  CHECK(Str(items[0], {"verb"}) == "create");
+  CHECK(Str(items[0], {"user"}) == "admin");
+  CHECK(items[0].get("code").get<double>() == 201);
+  CHECK(Str(items[1], {"verb"}) == "get");
+  CHECK(Str(items[1], {"name"}) == "a");
+  CHECK(Str(items[1], {"user"}) == s.api.sa_user());
+  CHECK(items[2].get("code").get<double>() == 401);
+  CHECK(items[0].get("t_ns").get<double>() <= items[1].get("t_ns").get<double>());
+  REQUIRE(Admin(s.api, "POST", "/fake/reset-requests").code == 200);
+  CHECK(Admin(s.api, "GET", "/fake/requests").body.get<fake::JsonArray>().empty());
+}
+
+TEST_CASE("RBAC from YAML allows what the roles grant and denies the rest with the real message") {
+  std::string dir = TempDir();
+  std::string rbac = dir + "/rbac.yaml";
+  std::ofstream(rbac) << R"(apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: prov
+rules:
+- apiGroups: [""]
+  resources: ["persistentvolumes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: [""]
+  resources: ["persistentvolumeclaims/status"]
+  verbs: ["update"]
+- apiGroups: ["storage.k8s.io"]
+  resources: ["storageclasses"]
+  resourceNames: ["hostpath"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: prov
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: prov}
+subjects:
+- kind: ServiceAccount
+  name: hostpath-provisioner
+  namespace: kube-system
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: ev, namespace: default}
+rules:
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: ev, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: ev}
+subjects:
+- kind: ServiceAccount
+  name: hostpath-provisioner
+  namespace: kube-system
+)";
+  fake::ApiServerOptions o;
+  o.dir = dir + "/api";
+  o.rbac_files = {rbac};
+  Server s(o);
+  const std::string sa = s.api.sa_token();
+  struct Case {
+    const char* name;
+    std::string method, path, body;
+    int code;
+  };
+  std::string ev = R"({"metadata":{"name":"e"},"involvedObject":{"kind":"PersistentVolumeClaim","namespace":"default","name":"c"},"reason":"R"})";
+  std::vector<Case> cases = {
+      {"list PVs", "GET", kPvs, "", 200},
+      {"watch PVs", "GET", kPvs + "?watch=true&timeoutSeconds=1", "", 200},
+      {"discovery", "GET", "/api/v1", "", 200},
+      {"create PV: denied", "POST", kPvs, Pv("a"), 403},
+      {"list PVCs: denied", "GET", kPvcs, "", 403},
+      {"update PVC status: allowed, missing", "PUT", kPvcs + "/c/status", Pvc("c"), 404},
+      {"update PVC: denied", "PUT", kPvcs + "/c", Pvc("c"), 403},
+      {"get the named class", "GET", "/apis/storage.k8s.io/v1/storageclasses/hostpath", "", 404},
+      {"get another class: denied", "GET", "/apis/storage.k8s.io/v1/storageclasses/other", "", 403},
+      {"events in default", "POST", "/api/v1/namespaces/default/events", ev, 201},
+      {"events elsewhere: denied", "POST", "/api/v1/namespaces/kube-system/events", ev, 403},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) { CHECK(Call(s.api, sa, c.method, c.path, c.body).code == c.code); }
+  }
+  SECTION("the denial message and the denial log") {
+    Reply r = Call(s.api, sa, "POST", kPvs, Pv("a"));
+    CHECK(Str(r.body, {"message"}) ==
+          "persistentvolumes is forbidden: User \"system:serviceaccount:kube-system:hostpath-provisioner\" cannot create "
+          "resource \"persistentvolumes\" in API group \"\" at the cluster scope");
+    Reply ns = Call(s.api, sa, "DELETE", kPvcs + "/c");
+    CHECK(Str(ns.body, {"message"}) ==
+          "persistentvolumeclaims \"c\" is forbidden: User \"system:serviceaccount:kube-system:hostpath-provisioner\" "
+          "cannot delete resource \"persistentvolumeclaims\" in API group \"\" in the namespace \"default\"");
+    Reply denials = Admin(s.api, "GET", "/fake/denials");
+    REQUIRE(denials.body.get<fake::JsonArray>().size() == 2);
+    CHECK(Str(denials.body.get<fake::JsonArray>()[1], {"verb"}) == "delete");
+    CHECK(Admin(s.api, "POST", kPvs, Pv("a")).code == 201);  // the admin is not subject to RBAC
+  }
+}
+
+TEST_CASE("ResolveRequest finds verb, resource and scope as RequestInfoFactory does") {
+  struct Case {
+    std::string method, path;
+    bool watch;
+    std::string verb, group, ns, resource, sub, name;
+  };
+  std::vector<Case> cases = {
+      {"GET", "/api/v1/persistentvolumes", false, "list", "", "", "persistentvolumes", "", ""},
+      {"GET", "/api/v1/persistentvolumes", true, "watch", "", "", "persistentvolumes", "", ""},
+      {"GET", "/api/v1/watch/namespaces/a/persistentvolumeclaims", false, "watch", "", "a", "persistentvolumeclaims", "", ""},
+      {"GET", "/api/v1/persistentvolumes/x", false, "get", "", "", "persistentvolumes", "", "x"},
+      {"PUT", "/api/v1/namespaces/a/persistentvolumeclaims/c/status", false, "update", "", "a", "persistentvolumeclaims", "status", "c"},
+      {"PATCH", "/apis/storage.k8s.io/v1/storageclasses/s", false, "patch", "storage.k8s.io", "", "storageclasses", "", "s"},
+      {"DELETE", "/api/v1/namespaces/a/events", false, "deletecollection", "", "a", "events", "", ""},
+      {"POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", false, "create", "coordination.k8s.io", "kube-system", "leases", "", ""},
+      {"GET", "/api/v1/namespaces/a", false, "get", "", "", "namespaces", "", "a"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.method << " " << c.path);
+    fake::RequestInfo info = fake::ResolveRequest(c.method, c.path, c.watch);
+    CHECK(info.is_resource);
+    CHECK(info.verb == c.verb);
+    CHECK(info.group == c.group);
+    CHECK(info.ns == c.ns);
+    CHECK(info.resource == c.resource);
+    CHECK(info.subresource == c.sub);
+    CHECK(info.name == c.name);
+    CHECK(info.type != nullptr);
+  }
+  for (const std::string path : {"/api", "/api/v1", "/apis/storage.k8s.io/v1", "/version"})
+    CHECK_FALSE(fake::ResolveRequest("GET", path, false).is_resource);
+}
+
+TEST_CASE("JSON patch refuses bad operations and leaves the document alone") {
+  Json doc = *fake::ParseJson(R"({"a":{"b":[1,2]}})");
+  struct Case {
+    const char* name;
+    std::string ops;
+  };
+  std::vector<Case> bad = {
+      {"not an array", R"({"op":"add"})"},
+      {"missing path", R"([{"op":"remove","path":"/x"}])"},
+      {"index out of range", R"([{"op":"replace","path":"/a/b/5","value":1}])"},
+      {"add without value", R"([{"op":"add","path":"/c"}])"},
+      {"move is not supported", R"([{"op":"move","from":"/a","path":"/c"}])"},
+      {"failing test", R"([{"op":"test","path":"/a/b/0","value":2}])"},
+  };
+  for (const Case& c : bad) {
+    INFO(c.name);
+    CHECK_FALSE(fake::JsonPatch(doc, *fake::ParseJson(c.ops)).ok());
+  }
+  auto ok = fake::JsonPatch(doc, *fake::ParseJson(R"([{"op":"add","path":"/a/b/0","value":0},{"op":"add","path":"/a~1c","value":true}])"));
+  REQUIRE(ok.ok());
+  CHECK(ok->get("a").serialize() == R"({"b":[0,1,2]})");
+  CHECK(ok->get("a/c").get<bool>());
+}
+
+TEST_CASE("kubectl-style discovery lists the resources with short names") {
+  Server s;
+  Reply core = Admin(s.api, "GET", "/api/v1");
+  REQUIRE(core.code == 200);
+  bool pvc = false;
+  for (const Json& r : core.body.get("resources").get<fake::JsonArray>())
+    if (Str(r, {"name"}) == "persistentvolumeclaims")
+      pvc = fake::StringList(r, {"shortNames"}) == std::vector<std::string>{"pvc"} && r.get("namespaced").get<bool>();
+  CHECK(pvc);
+  CHECK(Admin(s.api, "GET", "/apis").body.get("groups").get<fake::JsonArray>().size() == 2);
+  CHECK(Admin(s.api, "GET", "/apis/storage.k8s.io/v1").code == 200);
+  CHECK(Admin(s.api, "GET", "/apis/nope/v1").code == 404);
+  CHECK(Str(Admin(s.api, "GET", "/version").body, {"major"}) == "1");
+}
