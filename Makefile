@@ -27,7 +27,7 @@ UNIT_BINS := $(UNIT_SRCS:test/%.cpp=$(BUILD)/test/%)
 E2E_BINS  := $(E2E_SRCS:test/%.cpp=$(BUILD)/test/%)
 FAKE      := $(BUILD)/fake-apiserver
 
-.PHONY: all deps test unit e2e demo clean
+.PHONY: all deps test unit e2e demo image clean
 all: hostpath-provisioner
 
 deps: $(HTTPLIB)
@@ -60,6 +60,11 @@ test: hostpath-provisioner $(FAKE) $(UNIT_BINS) $(E2E_BINS)
 
 demo: hostpath-provisioner $(FAKE)
 	bash scripts/demo.sh
+
+# An OCI image archive (docker load / podman load / k3s ctr images import), no daemon needed.
+image: hostpath-provisioner
+	@mkdir -p $(BUILD)
+	bash scripts/oci-image.sh ./hostpath-provisioner $(BUILD)/hostpath-provisioner-image.tar hostpath-provisioner:latest
 
 clean:
 	rm -rf $(BUILD) hostpath-provisioner

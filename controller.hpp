@@ -1,0 +1,312 @@
+// The controller: informers fill caches and queue keys; one worker takes a key, asks the
+// pure decisions in reconcile.hpp what to do, then does it (fsops for the directory, the API
+// for the PV and events). Results come back through the watches, never by re-reading.
+// Failures requeue the key with per-key backoff; success forgets its failures.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_set>
+
+#include "config.hpp"
+#include "fsops.hpp"
+#include "informer.hpp"
+#include "k8s.hpp"
+#include "log.hpp"
+#include "queue.hpp"
+#include "reconcile.hpp"
+#include "recorder.hpp"
+
+// Counters the controller keeps for the HTTP endpoint (all monotonic except depth).
+struct ControllerStats {
+  std::atomic<long> provisioned{0}, provision_failed{0};
+  std::atomic<long> deleted{0}, delete_failed{0};
+  // Sum and count of durations, and a small histogram, for provisions and deletions.
+  struct Histogram {
+    static constexpr double kBounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+    static constexpr int kBuckets = 13;
+    std::mutex mu;
+    long counts[kBuckets + 1] = {};
+    double sum = 0;
+    long count = 0;
+    void Observe(double seconds) {
+      std::lock_guard<std::mutex> lock(mu);
+      int i = 0;
+      while (i < kBuckets && seconds > kBounds[i]) ++i;
+      counts[i]++;
+      sum += seconds;
+      count++;
+    }
+  };
+  Histogram provision_seconds, delete_seconds;
+};
+
+class Controller {
+ public:
+  Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Root* root)
+      : cfg_(cfg), ep_(std::move(ep)), root_(root), worker_conn_(ep_), api_(&worker_conn_),
+        recorder_(&api_, "hostpath-provisioner"),
+        claims_("PersistentVolumeClaims", api::kClaims, &ClaimFromJson, ep_,
+                [this](const std::string& k, const Claim* now, const Claim* before) { OnClaim(k, now, before); }),
+        volumes_("PersistentVolumes", api::kVolumes, &VolumeFromJson, ep_,
+                 [this](const std::string& k, const Volume* now, const Volume* before) { OnVolume(k, now, before); }),
+        classes_("StorageClasses", api::kClasses, &StorageClassFromJson, ep_,
+                 [this](const std::string& k, const StorageClass* now, const StorageClass*) { OnClass(k, now); }) {}
+
+  ~Controller() { Stop(); }
+
+  // Starts the watches and the worker. Errors: TLS material that cannot be used.
+  Status Start() {
+    if (Status s = worker_conn_.Init(); !s.ok()) return s;
+    for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
+      if (!s.ok()) return s;
+    worker_ = std::thread([this] { Work(); });
+    if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
+    return Status::Ok();
+  }
+
+  // Stops taking keys, lets the key in progress finish, ends the watches.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(stop_mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    stop_cv_.notify_all();
+    queue_.ShutDown();
+    if (worker_.joinable()) worker_.join();
+    if (resync_.joinable()) resync_.join();
+    claims_.Stop();
+    volumes_.Stop();
+    classes_.Stop();
+  }
+
+  // All three caches hold their first list.
+  bool Synced() const { return claims_.Synced() && volumes_.Synced() && classes_.Synced(); }
+  size_t QueueDepth() { return queue_.Depth(); }
+  long WatchRestarts() const { return claims_.WatchRestarts() + volumes_.WatchRestarts() + classes_.WatchRestarts(); }
+  // Seconds since the worker last finished a key or went idle (for a liveness check).
+  bool WorkerStuck(std::chrono::seconds limit) const {
+    long busy_since = busy_since_ms_;
+    if (busy_since == 0) return false;
+    return NowMs() - busy_since > limit.count() * 1000;
+  }
+  ControllerStats& stats() { return stats_; }
+
+ private:
+  static long NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  void OnClaim(const std::string& key, const Claim*, const Claim*) { queue_.Add("claim/" + key); }
+  void OnVolume(const std::string& key, const Volume*, const Volume*) { queue_.Add("volume/" + key); }
+  // A class appeared or changed: claims of that class that failed may now succeed.
+  void OnClass(const std::string& name, const StorageClass* now) {
+    if (now == nullptr || !claims_.Synced()) return;
+    for (const auto& c : claims_.List())
+      if (c->storage_class_name == name && c->volume_name.empty()) queue_.Add("claim/" + KeyOf(c->meta));
+  }
+
+  void Resync() {
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    while (!stop_cv_.wait_for(lock, std::chrono::seconds(cfg_.resync_seconds), [this] { return stopped_; })) {
+      for (const auto& c : claims_.List())
+        if (c->volume_name.empty()) queue_.Add("claim/" + KeyOf(c->meta));
+      for (const auto& v : volumes_.List())
+        if (v->phase != "Bound") queue_.Add("volume/" + v->meta.name);
+    }
+  }
+
+  void Work() {
+    std::string key;
+    while (queue_.Get(&key)) {
+      busy_since_ms_ = NowMs();
+      Outcome o = key.rfind("claim/", 0) == 0 ? SyncClaim(key.substr(6)) : SyncVolume(key.substr(7));
+      if (o.retry) {
+        auto d = queue_.AddRateLimited(key, std::chrono::seconds(o.retry_after));
+        LogDebug(1, key + ": retrying in " + std::to_string(d.count()) + " ms");
+      } else {
+        queue_.Forget(key);
+      }
+      busy_since_ms_ = 0;
+    }
+  }
+
+  struct Outcome {
+    bool retry = false;
+    int retry_after = 0;  // seconds, at least
+  };
+  static Outcome Done() { return {}; }
+  static Outcome Retry(const Status& s = Status()) {
+    Outcome o;
+    o.retry = true;
+    (void)s;
+    return o;
+  }
+
+  static Involved Of(const Claim& c) {
+    return {"PersistentVolumeClaim", c.meta.namespace_, c.meta.name, c.meta.uid, c.meta.resource_version};
+  }
+  static Involved Of(const Volume& v) { return {"PersistentVolume", "", v.meta.name, v.meta.uid, v.meta.resource_version}; }
+
+  Outcome SyncClaim(const std::string& key) {
+    std::shared_ptr<const Claim> claim = claims_.Get(key);
+    if (!claim) return Done();  // gone
+    std::shared_ptr<const StorageClass> sc;
+    if (!claim->storage_class_name.empty()) sc = classes_.Get(claim->storage_class_name);
+    std::string pv_name = VolumeNameFor(*claim);
+    std::shared_ptr<const Volume> existing = volumes_.Get(pv_name);
+    if (!existing && created_.count(pv_name)) return Done();  // made it; its watch event is on the way
+    Action a = DecideClaim(cfg_, *claim, sc.get(), existing.get());
+    switch (a.kind) {
+      case Action::kNothing:
+        LogDebug(2, "claim " + key + ": nothing to do: " + a.why);
+        return Done();
+      case Action::kFail:
+        stats_.provision_failed++;
+        LogWarn("claim " + key + ": " + a.message);
+        recorder_.Warning(Of(*claim), a.reason, a.message);
+        return Retry();
+      case Action::kProvision:
+        return Provision(*claim, a);
+      default:
+        return Done();
+    }
+  }
+
+  Outcome Provision(const Claim& claim, const Action& a) {
+    auto start = std::chrono::steady_clock::now();
+    std::string key = KeyOf(claim.meta);
+    std::string path = cfg_.pv_dir + "/" + a.dir_name;
+    if (Status s = root_->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
+      return ProvisionFailed(claim, "cannot make directory " + path + ": " + s.message() +
+                                        "; check that PV_DIR is writable by the provisioner");
+    }
+    Status s = api_.CreateVolume(a.volume);
+    if (s.code() == Status::kConflict) {
+      // Made by an earlier attempt (a crash, a retry)? Then it is ours and done.
+      Result<Volume> got = api_.GetVolume(a.volume.meta.name);
+      if (got.ok() && got->claim_ref.uid == claim.meta.uid) {
+        s = Status::Ok();
+      } else if (got.ok()) {
+        return ProvisionFailed(claim, "a PersistentVolume named " + a.volume.meta.name +
+                                          " already exists for another claim; delete it if it is stale");
+      } else {
+        s = got.status();
+      }
+    }
+    if (!s.ok()) {
+      std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
+      Outcome o = ProvisionFailed(claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
+      o.retry_after = worker_conn_.last_retry_after();
+      return o;
+    }
+    created_.insert(a.volume.meta.name);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats_.provisioned++;
+    stats_.provision_seconds.Observe(secs);
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f ms", secs * 1000);
+    LogInfo("provisioned " + key + " -> " + a.volume.meta.name + " at " + path + " (" + ms + ")");
+    recorder_.Normal(Of(claim), reason::kProvisioningSucceeded,
+                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path);
+    return Done();
+  }
+
+  Outcome ProvisionFailed(const Claim& claim, const std::string& message) {
+    stats_.provision_failed++;
+    LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
+    recorder_.Warning(Of(claim), reason::kProvisioningFailed, message);
+    return Retry();
+  }
+
+  Outcome SyncVolume(const std::string& name) {
+    std::shared_ptr<const Volume> v = volumes_.Get(name);
+    created_.erase(name);
+    if (!v) return Done();
+    Action a = DecideVolume(cfg_, *v);
+    switch (a.kind) {
+      case Action::kNothing:
+        LogDebug(2, "volume " + name + ": nothing to do: " + a.why);
+        return Done();
+      case Action::kFail:
+        stats_.delete_failed++;
+        LogWarn("volume " + name + ": " + a.message);
+        recorder_.Warning(Of(*v), a.reason, a.message);
+        return Retry();
+      case Action::kDropFinalizer:
+        return DropFinalizer(*v);
+      case Action::kDelete:
+        return Delete(*v, a);
+      default:
+        return Done();
+    }
+  }
+
+  Outcome DropFinalizer(const Volume& v) {
+    std::vector<std::string> rest;
+    for (const auto& f : v.meta.finalizers)
+      if (f != ann::kProvisionerFinalizer) rest.push_back(f);
+    if (Status s = api_.SetVolumeFinalizers(v, rest); !s.ok()) {
+      // A conflict means a newer version is on its way through the watch.
+      if (s.code() != Status::kConflict && s.code() != Status::kNotFound) LogWarn(s.message());
+      return s.code() == Status::kNotFound ? Done() : Retry();
+    }
+    return Done();
+  }
+
+  Outcome Delete(const Volume& v, const Action& a) {
+    auto start = std::chrono::steady_clock::now();
+    std::string path = cfg_.pv_dir + "/" + a.dir_name;
+    if (Status s = root_->RemoveTree(a.dir_name); !s.ok()) {
+      stats_.delete_failed++;
+      std::string msg = "removing " + path + " failed: " + s.message() + "; will retry";
+      LogWarn("volume " + v.meta.name + ": " + msg);
+      recorder_.Warning(Of(v), reason::kVolumeFailedDelete, msg);
+      return Retry();
+    }
+    if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
+      Outcome o = DropFinalizer(v);
+      if (o.retry) return o;
+    }
+    if (!v.meta.deleting) {
+      if (Status s = api_.DeleteVolume(v.meta.name, v.meta.uid); !s.ok()) {
+        stats_.delete_failed++;
+        LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
+        Outcome o = Retry();
+        o.retry_after = worker_conn_.last_retry_after();
+        return o;
+      }
+    }
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    stats_.deleted++;
+    stats_.delete_seconds.Observe(secs);
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f ms", secs * 1000);
+    LogInfo("deleted volume " + v.meta.name + " of " + v.claim_ref.namespace_ + "/" + v.claim_ref.name + " and " + path +
+            " (" + ms + ")");
+    return Done();
+  }
+
+  const Config cfg_;
+  std::shared_ptr<ApiEndpoint> ep_;
+  const Root* root_;
+  ApiConnection worker_conn_;  // used by the worker thread only
+  KubeApi api_;
+  EventRecorder recorder_;
+  WorkQueue queue_;
+  ControllerStats stats_;
+  std::unordered_set<std::string> created_;  // PVs made whose watch event has not come yet
+  Informer<Claim> claims_;
+  Informer<Volume> volumes_;
+  Informer<StorageClass> classes_;
+  std::thread worker_, resync_;
+  std::atomic<long> busy_since_ms_{0};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopped_ = false;
+};

@@ -1,0 +1,241 @@
+// An informer keeps a read-only cache of one kind of object: it lists the collection, then
+// watches from the list's resourceVersion, resumes a dropped watch from the last version
+// seen, relists on 410 Gone, and backs off (capped, jittered, Retry-After honoured) on
+// errors. Every change calls the handler with the object's key. One thread per informer.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "k8s.hpp"
+#include "log.hpp"
+
+// The cache key of an object: "namespace/name", or "name" when cluster-scoped.
+inline std::string KeyOf(const ObjectMeta& m) { return m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name; }
+
+template <class T>
+class Informer {
+ public:
+  using Parse = Result<T> (*)(const picojson::value&);
+  // Called (outside the cache lock) after each change: the key, the new object or nullptr if
+  // it is gone, and the previous one or nullptr if it is new.
+  using Handler = std::function<void(const std::string& key, const T* now, const T* before)>;
+
+  Informer(std::string kind, std::string collection, Parse parse, std::shared_ptr<const ApiEndpoint> ep, Handler handler)
+      : kind_(std::move(kind)), collection_(std::move(collection)), parse_(parse), conn_(ep), handler_(std::move(handler)),
+        rng_(std::random_device{}()) {}
+
+  ~Informer() { Stop(); }
+
+  Status Start() {
+    if (Status s = conn_.Init(); !s.ok()) return s;
+    thread_ = std::thread([this] { Run(); });
+    return Status::Ok();
+  }
+
+  // Ends the watch (aborting a stream in progress) and joins the thread.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(wait_mu_);
+      stop_ = true;
+    }
+    wait_cv_.notify_all();
+    if (!thread_.joinable()) return;
+    // A request may start just after a Stop() of the connection: keep aborting until done.
+    while (!done_) {
+      conn_.Stop();
+      std::unique_lock<std::mutex> lock(wait_mu_);
+      wait_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_.load(); });
+    }
+    thread_.join();
+  }
+
+  // True once the first list is in the cache.
+  bool Synced() const { return synced_; }
+  // Watches restarted for any reason (stream ended, error, 410).
+  long WatchRestarts() const { return restarts_; }
+
+  // The cached object, or nullptr. The object is shared and must not be changed.
+  std::shared_ptr<const T> Get(const std::string& key) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = items_.find(key);
+    return it == items_.end() ? nullptr : it->second;
+  }
+
+  // A snapshot of every cached object (for resync and rare scans).
+  std::vector<std::shared_ptr<const T>> List() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::shared_ptr<const T>> out;
+    out.reserve(items_.size());
+    for (const auto& [k, v] : items_) out.push_back(v);
+    return out;
+  }
+
+  size_t Size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return items_.size();
+  }
+
+ private:
+  void Run() {
+    std::string rv;
+    int failures = 0;
+    while (!Stopping()) {
+      Status s = rv.empty() ? Relist(&rv) : Watch(&rv);
+      if (Stopping()) break;
+      if (s.ok()) {
+        failures = 0;
+        continue;
+      }
+      if (s.code() == Status::kGone) {
+        LogInfo(kind_ + " watch: resourceVersion too old (410); listing again");
+        rv.clear();
+        ++restarts_;
+        continue;
+      }
+      ++restarts_;
+      int retry_after = conn_.last_retry_after();
+      double ms = 500.0;
+      for (int i = 0; i < failures && ms < 30000; ++i) ms *= 2;
+      if (ms > 30000) ms = 30000;
+      std::uniform_real_distribution<double> jitter(0.8, 1.2);
+      long delay = static_cast<long>(ms * jitter(rng_));
+      if (retry_after > 0 && delay < retry_after * 1000L) delay = retry_after * 1000L;
+      ++failures;
+      LogWarn(kind_ + " " + (rv.empty() ? "list" : "watch") + " failed: " + s.message() + "; retrying in " +
+              std::to_string(delay) + " ms");
+      Sleep(std::chrono::milliseconds(delay));
+    }
+    done_ = true;
+    wait_cv_.notify_all();
+  }
+
+  Status Relist(std::string* rv) {
+    KubeApi api(&conn_);
+    std::unordered_map<std::string, std::shared_ptr<const T>> fresh;
+    std::string token, list_rv;
+    do {
+      Result<ListPage> page = api.List(collection_, token);
+      if (!page.ok()) return page.status();
+      for (const picojson::value& item : page->items) {
+        Result<T> obj = parse_(item);
+        if (!obj.ok()) {
+          LogWarn(kind_ + ": skipping an object that cannot be read: " + obj.status().message());
+          continue;
+        }
+        std::string key = KeyOf(obj->meta);
+        fresh[key] = std::make_shared<const T>(std::move(*obj));
+      }
+      token = page->continue_token;
+      list_rv = page->resource_version;
+    } while (!token.empty() && !Stopping());
+    std::vector<std::pair<std::string, std::pair<std::shared_ptr<const T>, std::shared_ptr<const T>>>> changes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& [key, obj] : fresh) {
+        auto it = items_.find(key);
+        if (it == items_.end() || it->second->meta.resource_version != obj->meta.resource_version)
+          changes.push_back({key, {obj, it == items_.end() ? nullptr : it->second}});
+      }
+      for (const auto& [key, obj] : items_)
+        if (fresh.find(key) == fresh.end()) changes.push_back({key, {nullptr, obj}});
+      items_.swap(fresh);
+    }
+    *rv = list_rv;
+    synced_ = true;
+    LogDebug(1, kind_ + ": listed " + std::to_string(Size()) + " at resourceVersion " + list_rv);
+    for (const auto& [key, pair] : changes) handler_(key, pair.first.get(), pair.second.get());
+    return Status::Ok();
+  }
+
+  Status Watch(std::string* rv) {
+    std::uniform_int_distribution<int> spread(300, 600);  // like client-go: 5 to 10 minutes
+    int timeout = spread(rng_);
+    std::string path = collection_ + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + *rv +
+                       "&timeoutSeconds=" + std::to_string(timeout);
+    Status event_error;
+    Status s = conn_.Stream(
+        path,
+        [&](const std::string& line) {
+          event_error = Apply(line, rv);
+          return event_error.ok() && !Stopping();
+        },
+        std::chrono::seconds(timeout + 30));
+    if (!event_error.ok()) return event_error;
+    return s;
+  }
+
+  // Applies one watch line to the cache. Errors: an ERROR event (410 → kGone) or an
+  // unreadable line (the stream is then dropped and resumed).
+  Status Apply(const std::string& line, std::string* rv) {
+    Result<WatchEvent> ev = ParseWatchEvent(line);
+    if (!ev.ok()) return ev.status().Wrap(kind_ + " watch");
+    if (ev->type == "ERROR") {
+      int code = 0;
+      if (ev->object.is<picojson::object>()) {
+        const picojson::value& c = ev->object.get("code");
+        if (c.is<double>()) code = static_cast<int>(c.get<double>());
+      }
+      return Status(code == 410 ? Status::kGone : Status::kUnavailable,
+                    kind_ + " watch error: " + StatusMessage(code, ev->object.serialize()));
+    }
+    if (ev->type == "BOOKMARK") {
+      const picojson::value& meta = ev->object.get("metadata");
+      if (meta.is<picojson::object>() && meta.get("resourceVersion").is<std::string>())
+        *rv = meta.get("resourceVersion").get<std::string>();
+      return Status::Ok();
+    }
+    Result<T> obj = parse_(ev->object);
+    if (!obj.ok()) {
+      LogWarn(kind_ + ": skipping a watch event that cannot be read: " + obj.status().message());
+      return Status::Ok();
+    }
+    std::string key = KeyOf(obj->meta);
+    *rv = obj->meta.resource_version;
+    auto now = std::make_shared<const T>(std::move(*obj));
+    std::shared_ptr<const T> before;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = items_.find(key);
+      if (it != items_.end()) before = it->second;
+      if (ev->type == "DELETED") {
+        items_.erase(key);
+      } else {
+        items_[key] = now;
+      }
+    }
+    handler_(key, ev->type == "DELETED" ? nullptr : now.get(), before.get());
+    return Status::Ok();
+  }
+
+  bool Stopping() {
+    std::lock_guard<std::mutex> lock(wait_mu_);
+    return stop_;
+  }
+
+  void Sleep(std::chrono::milliseconds d) {
+    std::unique_lock<std::mutex> lock(wait_mu_);
+    wait_cv_.wait_for(lock, d, [this] { return stop_; });
+  }
+
+  std::string kind_, collection_;
+  Parse parse_;
+  ApiConnection conn_;
+  Handler handler_;
+  std::thread thread_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const T>> items_;
+  std::atomic<bool> synced_{false};
+  std::atomic<long> restarts_{0};
+  std::atomic<bool> done_{false};
+  std::mutex wait_mu_;
+  std::condition_variable wait_cv_;
+  bool stop_ = false;
+  std::mt19937 rng_;
+};

@@ -1,0 +1,442 @@
+// The only file that speaks HTTP to the API server: TLS and authentication (CA, client
+// certificates, bearer token re-read when it rotates), one keep-alive connection per thread,
+// and the typed calls the controller makes (list, watch, create, patch, delete, events).
+// JSON mapping lives in k8s_json.hpp; policy lives elsewhere.
+#pragma once
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <httplib.h>
+
+#include "k8s_json.hpp"
+#include "kubeconfig.hpp"
+#include "log.hpp"
+#include "objects.hpp"
+#include "status.hpp"
+
+// Resource collection paths (cluster-wide).
+namespace api {
+inline constexpr const char* kClaims = "/api/v1/persistentvolumeclaims";
+inline constexpr const char* kVolumes = "/api/v1/persistentvolumes";
+inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses";
+inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
+inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
+}  // namespace api
+
+// A bearer token, from a string or a file. The file is re-read when it changes (bound
+// service-account tokens rotate) and after the server said 401. Thread-safe.
+class TokenSource {
+ public:
+  TokenSource(std::string token, std::string file) : token_(std::move(token)), file_(std::move(file)) {}
+
+  // The current token; "" when there is none. Re-reads the file if its identity or mtime changed.
+  std::string Get() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (file_.empty()) return token_;
+    struct stat st {};
+    if (::stat(file_.c_str(), &st) != 0) return token_;  // keep the last one; the server will say
+    if (!loaded_ || st.st_ino != ino_ || st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec ||
+        st.st_size != size_) {
+      std::ifstream in(file_);
+      std::string t((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+      if (in.good() || in.eof()) {
+        if (loaded_ && t != token_) LogInfo("service-account token reloaded from " + file_);
+        token_ = t;
+        ino_ = st.st_ino;
+        mtime_ = st.st_mtim;
+        size_ = st.st_size;
+        loaded_ = true;
+      }
+    }
+    return token_;
+  }
+
+  // After a 401: read the file again on the next Get, even if it looks unchanged.
+  void Invalidate() {
+    std::lock_guard<std::mutex> lock(mu_);
+    loaded_ = false;
+  }
+
+ private:
+  std::mutex mu_;
+  std::string token_;
+  std::string file_;
+  bool loaded_ = false;
+  ino_t ino_ = 0;
+  struct timespec mtime_ {};
+  off_t size_ = 0;
+};
+
+struct HttpResponse {
+  int status = 0;
+  std::string body;
+  int retry_after = 0;  // seconds, from a Retry-After header; 0 if none
+};
+
+// Called once per finished request (for metrics): verb, resource, HTTP code (0 = transport error).
+using RequestObserver = std::function<void(const std::string& verb, const std::string& resource, int code)>;
+
+// What every connection shares: where the server is and how to trust and authenticate to it.
+struct ApiEndpoint {
+  std::string host;
+  int port = 443;
+  std::string ca_pem;
+  std::string client_cert_pem, client_key_pem;
+  bool insecure = false;
+  std::shared_ptr<TokenSource> token;
+  RequestObserver observer;
+  std::string description;  // for messages, e.g. "https://10.43.0.1:443 (in-cluster service account ...)"
+
+  // Parses "https://host[:port]" out of the credentials. Errors name the source.
+  static Result<std::shared_ptr<ApiEndpoint>> From(const ApiCredentials& c) {
+    auto e = std::make_shared<ApiEndpoint>();
+    std::string s = c.server;
+    if (s.rfind("https://", 0) != 0) return Status::Invalid(c.source + ": server \"" + s + "\" is not an https:// URL");
+    s = s.substr(8);
+    if (size_t slash = s.find('/'); slash != std::string::npos) s = s.substr(0, slash);
+    std::string host = s, port;
+    if (!s.empty() && s[0] == '[') {  // [IPv6]:port
+      size_t close = s.find(']');
+      if (close == std::string::npos) return Status::Invalid(c.source + ": bad server address \"" + c.server + "\"");
+      host = s.substr(1, close - 1);
+      if (close + 1 < s.size() && s[close + 1] == ':') port = s.substr(close + 2);
+    } else if (size_t colon = s.rfind(':'); colon != std::string::npos) {
+      host = s.substr(0, colon);
+      port = s.substr(colon + 1);
+    }
+    if (host.empty()) return Status::Invalid(c.source + ": server \"" + c.server + "\" has no host");
+    e->host = host;
+    if (!port.empty()) {
+      char* end = nullptr;
+      long p = std::strtol(port.c_str(), &end, 10);
+      if (*end != '\0' || p <= 0 || p > 65535) return Status::Invalid(c.source + ": bad port in \"" + c.server + "\"");
+      e->port = static_cast<int>(p);
+    }
+    e->ca_pem = c.ca_pem;
+    e->client_cert_pem = c.client_cert_pem;
+    e->client_key_pem = c.client_key_pem;
+    e->insecure = c.insecure_skip_tls_verify;
+    e->token = std::make_shared<TokenSource>(c.token, c.token_file);
+    e->description = c.server + " (" + c.source + ")";
+    return e;
+  }
+};
+
+namespace k8s_detail {
+
+inline Status::Code CodeFor(int http) {
+  switch (http) {
+    case 401: return Status::kUnauthorized;
+    case 403: return Status::kForbidden;
+    case 404: return Status::kNotFound;
+    case 409: return Status::kConflict;
+    case 410: return Status::kGone;
+    case 400:
+    case 422: return Status::kInvalid;
+    case 0:
+    case 429:
+    case 500:
+    case 502:
+    case 503:
+    case 504: return Status::kUnavailable;
+    default: return http >= 500 ? Status::kUnavailable : Status::kError;
+  }
+}
+
+// The resource named by a path, for metrics: "/api/v1/namespaces/x/events/y" -> "events".
+inline std::string ResourceOf(const std::string& path) {
+  std::string p = path.substr(0, path.find('?'));
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < p.size();) {
+    size_t j = p.find('/', i);
+    if (j == std::string::npos) j = p.size();
+    if (j > i) parts.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  size_t start = (!parts.empty() && parts[0] == "api") ? 2 : 3;  // api/v1 or apis/group/v1
+  if (parts.size() > start + 1 && parts[start] == "namespaces") start += 2;
+  return parts.size() > start ? parts[start] : "";
+}
+
+// An X509_STORE holding every certificate of a PEM bundle; nullptr if none could be read.
+inline X509_STORE* StoreFromPem(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) return nullptr;
+  X509_STORE* store = X509_STORE_new();
+  int n = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    if (X509_STORE_add_cert(store, cert) == 1) ++n;
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  if (n == 0) {
+    X509_STORE_free(store);
+    return nullptr;
+  }
+  return store;
+}
+
+}  // namespace k8s_detail
+
+// One keep-alive HTTPS connection to the API server. Not thread-safe: each thread (each
+// watch, the worker) has its own. Stop() may be called from another thread to abort.
+class ApiConnection {
+ public:
+  explicit ApiConnection(std::shared_ptr<const ApiEndpoint> ep) : ep_(std::move(ep)) {}
+
+  // Prepares TLS. Errors: a CA or client certificate that cannot be read.
+  Status Init() {
+    X509* cert = nullptr;
+    EVP_PKEY* key = nullptr;
+    if (!ep_->client_cert_pem.empty()) {
+      BIO* b = BIO_new_mem_buf(ep_->client_cert_pem.data(), static_cast<int>(ep_->client_cert_pem.size()));
+      cert = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
+      BIO_free(b);
+      b = BIO_new_mem_buf(ep_->client_key_pem.data(), static_cast<int>(ep_->client_key_pem.size()));
+      key = PEM_read_bio_PrivateKey(b, nullptr, nullptr, nullptr);
+      BIO_free(b);
+      if (cert == nullptr || key == nullptr) {
+        X509_free(cert);
+        EVP_PKEY_free(key);
+        return Status::Invalid("client certificate or key of " + ep_->description + " is not valid PEM");
+      }
+    }
+    cli_ = std::make_unique<httplib::SSLClient>(ep_->host, ep_->port, cert, key);
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    if (!cli_->is_valid()) return Status::Invalid("client certificate and key of " + ep_->description + " do not match");
+    if (ep_->insecure) {
+      cli_->enable_server_certificate_verification(false);
+    } else if (!ep_->ca_pem.empty()) {
+      X509_STORE* store = k8s_detail::StoreFromPem(ep_->ca_pem);
+      if (store == nullptr) return Status::Invalid("CA certificate of " + ep_->description + " is not valid PEM");
+      cli_->set_ca_cert_store(store);
+      // Trust only that CA: point the system lookup at a folder that does not exist.
+      cli_->set_ca_cert_path("", "/nonexistent/hostpath-provisioner/no-system-cas");
+    }
+    cli_->set_keep_alive(true);
+    cli_->set_connection_timeout(std::chrono::seconds(10));
+    cli_->set_write_timeout(std::chrono::seconds(30));
+    return Status::Ok();
+  }
+
+  // Sends one request and reads the whole answer. `timeout` bounds the read. A 401 makes the
+  // token be re-read and the request sent once more. Transport failures come back as
+  // Unavailable statuses; HTTP errors come back as a response (callers use Check()).
+  Result<HttpResponse> Request(const std::string& method, const std::string& path, const std::string& body = "",
+                               const std::string& content_type = "application/json",
+                               std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    Result<HttpResponse> r = Once(method, path, body, content_type, timeout);
+    if (r.ok() && r->status == 401 && ep_->token) {
+      ep_->token->Invalidate();
+      r = Once(method, path, body, content_type, timeout);
+    }
+    return r;
+  }
+
+  // GETs `path` as a stream and calls on_line for each complete line. Returns when the server
+  // ends the stream (ok), on_line returns false (ok), Stop() is called, the read times out,
+  // or the answer is not 200 (its Status). A 401 makes the token be re-read for next time.
+  Status Stream(const std::string& path, const std::function<bool(const std::string&)>& on_line,
+                std::chrono::seconds read_timeout) {
+    cli_->set_read_timeout(read_timeout);
+    httplib::Headers headers = Headers();
+    int code = 0;
+    int retry_after = 0;
+    std::string error_body;
+    WatchLineSplitter splitter;
+    Status split_status;
+    bool stopped_by_caller = false;
+    auto res = cli_->Get(
+        path.c_str(), headers,
+        [&](const httplib::Response& r) {
+          code = r.status;
+          if (r.has_header("Retry-After")) retry_after = std::atoi(r.get_header_value("Retry-After").c_str());
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          if (code != 200) {
+            if (error_body.size() < 65536) error_body.append(data, n);
+            return true;
+          }
+          split_status = splitter.Feed(data, n, [&](const std::string& line) {
+            if (!stopped_by_caller && !on_line(line)) stopped_by_caller = true;
+          });
+          return split_status.ok() && !stopped_by_caller;
+        });
+    Observe("watch", path, res ? res->status : 0);
+    if (stopped_by_caller) return Status::Ok();
+    if (!split_status.ok()) return split_status.Wrap("watch " + path);
+    if (code == 401 && ep_->token) ep_->token->Invalidate();
+    if (code != 0 && code != 200) {
+      Status s(k8s_detail::CodeFor(code), StatusMessage(code, error_body));
+      last_retry_after_ = retry_after;
+      return s;
+    }
+    if (!res && res.error() != httplib::Error::Canceled)
+      return Status(Status::kUnavailable, "watch " + path + ": " + httplib::to_string(res.error()));
+    return Status::Ok();
+  }
+
+  // Aborts a request or stream in progress on another thread.
+  void Stop() {
+    if (cli_) cli_->stop();
+  }
+
+  // The Retry-After of the last failed stream, in seconds (0 if none).
+  int last_retry_after() const { return last_retry_after_; }
+
+ private:
+  httplib::Headers Headers() const {
+    httplib::Headers h = {{"Accept", "application/json"}, {"User-Agent", "hostpath-provisioner"}};
+    if (ep_->token) {
+      std::string t = ep_->token->Get();
+      if (!t.empty()) h.emplace("Authorization", "Bearer " + t);
+    }
+    return h;
+  }
+
+  void Observe(const std::string& verb, const std::string& path, int code) const {
+    if (ep_->observer) ep_->observer(verb, k8s_detail::ResourceOf(path), code);
+  }
+
+  static std::string VerbOf(const std::string& method, const std::string& path) {
+    if (method == "GET") {
+      // a name after the collection makes it a get; we only GET collections to list
+      return path.find("watch=") != std::string::npos ? "watch" : "list";
+    }
+    if (method == "POST") return "create";
+    if (method == "PUT") return "update";
+    if (method == "PATCH") return "patch";
+    return "delete";
+  }
+
+  Result<HttpResponse> Once(const std::string& method, const std::string& path, const std::string& body,
+                            const std::string& content_type, std::chrono::seconds timeout) {
+    cli_->set_read_timeout(timeout);
+    httplib::Headers headers = Headers();
+    httplib::Result res{nullptr, httplib::Error::Unknown};
+    if (method == "GET") {
+      res = cli_->Get(path.c_str(), headers);
+    } else if (method == "POST") {
+      res = cli_->Post(path.c_str(), headers, body, content_type.c_str());
+    } else if (method == "PUT") {
+      res = cli_->Put(path.c_str(), headers, body, content_type.c_str());
+    } else if (method == "PATCH") {
+      res = cli_->Patch(path.c_str(), headers, body, content_type.c_str());
+    } else if (method == "DELETE") {
+      res = cli_->Delete(path.c_str(), headers, body, content_type.c_str());
+    } else {
+      return Status::Error("unsupported method " + method);
+    }
+    Observe(VerbOf(method, path), path, res ? res->status : 0);
+    if (!res) {
+      std::string why = httplib::to_string(res.error());
+      if (res.error() == httplib::Error::SSLServerVerification)
+        why += " (the server's certificate is not signed by the configured CA, or does not name " + ep_->host + ")";
+      return Status(Status::kUnavailable, method + " " + path + ": " + why + " talking to " + ep_->description);
+    }
+    HttpResponse out;
+    out.status = res->status;
+    out.body = std::move(res->body);
+    if (res->has_header("Retry-After")) out.retry_after = std::atoi(res->get_header_value("Retry-After").c_str());
+    return out;
+  }
+
+  std::shared_ptr<const ApiEndpoint> ep_;
+  std::unique_ptr<httplib::SSLClient> cli_;
+  int last_retry_after_ = 0;
+};
+
+// A non-2xx answer as a Status ("persistentvolumes \"x\" already exists (AlreadyExists, 409)").
+inline Status Check(const Result<HttpResponse>& r, const std::string& what) {
+  if (!r.ok()) return r.status().Wrap(what);
+  if (r->status >= 200 && r->status < 300) return Status::Ok();
+  return Status(k8s_detail::CodeFor(r->status), what + ": " + StatusMessage(r->status, r->body));
+}
+
+// The typed calls the controller makes, over one connection.
+class KubeApi {
+ public:
+  explicit KubeApi(ApiConnection* conn) : conn_(conn) {}
+
+  // One page of a collection (limit 500 per request; follow continue_token).
+  Result<ListPage> List(const std::string& collection, const std::string& continue_token) {
+    std::string path = collection + "?limit=500";
+    if (!continue_token.empty()) path += "&continue=" + httplib::detail::encode_query_param(continue_token);
+    auto r = conn_->Request("GET", path);
+    if (Status s = Check(r, "list " + collection); !s.ok()) return s;
+    auto json = ParseJson(r->body);
+    if (!json.ok()) return json.status().Wrap("list " + collection);
+    return ParseList(*json);
+  }
+
+  // POST /api/v1/persistentvolumes. AlreadyExists comes back as kConflict.
+  Status CreateVolume(const Volume& v) {
+    auto r = conn_->Request("POST", api::kVolumes, VolumeToJson(v).serialize());
+    return Check(r, "create PersistentVolume " + v.meta.name);
+  }
+
+  // GET one PV (used only after a create said AlreadyExists).
+  Result<Volume> GetVolume(const std::string& name) {
+    auto r = conn_->Request("GET", std::string(api::kVolumes) + "/" + name);
+    if (Status s = Check(r, "get PersistentVolume " + name); !s.ok()) return s;
+    auto json = ParseJson(r->body);
+    if (!json.ok()) return json.status();
+    return VolumeFromJson(*json);
+  }
+
+  // Sets the PV's finalizers to `finalizers`, if its resourceVersion is still `rv`
+  // (a merge patch carrying resourceVersion is checked like an update: 409 if stale).
+  Status SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers) {
+    picojson::array list;
+    for (const auto& f : finalizers) list.emplace_back(f);
+    picojson::object meta;
+    meta["resourceVersion"] = picojson::value(v.meta.resource_version);
+    meta["finalizers"] = picojson::value(list);
+    picojson::object patch;
+    patch["metadata"] = picojson::value(meta);
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, picojson::value(patch).serialize(),
+                            "application/merge-patch+json");
+    return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
+  }
+
+  // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
+  Status DeleteVolume(const std::string& name, const std::string& uid) {
+    std::string body = R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":")" + uid + "\"}}";
+    auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, body);
+    if (r.ok() && r->status == 404) return Status::Ok();
+    return Check(r, "delete PersistentVolume " + name);
+  }
+
+  Status CreateEvent(const Event& e) {
+    auto r = conn_->Request("POST", api::Events(e.meta.namespace_), EventToJson(e).serialize());
+    return Check(r, "create Event " + e.meta.name);
+  }
+
+  // Bumps an existing event's count and lastTimestamp (as Kubernetes' event recorder does).
+  Status BumpEvent(const Event& e) {
+    picojson::object patch;
+    patch["count"] = picojson::value(static_cast<double>(e.count));
+    patch["lastTimestamp"] = picojson::value(e.last_timestamp);
+    patch["message"] = picojson::value(e.message);
+    auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, picojson::value(patch).serialize(),
+                            "application/merge-patch+json");
+    return Check(r, "update Event " + e.meta.name);
+  }
+
+  ApiConnection* connection() { return conn_; }
+
+ private:
+  ApiConnection* conn_;
+};

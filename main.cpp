@@ -1,0 +1,96 @@
+// hostpath-provisioner: wiring only. Config -> API endpoint -> volume root -> controller ->
+// HTTP endpoint -> wait for a signal -> drain. Exit codes: 0 clean stop, 2 bad configuration,
+// 1 anything else that prevents starting.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "config.hpp"
+#include "controller.hpp"
+#include "fsops.hpp"
+#include "http_endpoint.hpp"
+#include "k8s.hpp"
+#include "kubeconfig.hpp"
+#include "log.hpp"
+
+#ifndef HP_VERSION
+#define HP_VERSION "unknown"
+#endif
+#ifndef HP_COMMIT
+#define HP_COMMIT "unknown"
+#endif
+
+namespace {
+
+int Fail(int code, const std::string& message) {
+  LogError(message);
+  return code;
+}
+
+// Blocks SIGTERM and SIGINT in every thread, so that main can wait for them with sigwait.
+sigset_t BlockStopSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return set;
+}
+
+Result<ApiCredentials> LoadCredentials(const Config& cfg) {
+  if (!cfg.kubeconfig.empty()) return LoadKubeconfig(cfg.kubeconfig, cfg.allow_insecure_kubeconfig);
+  return LoadInCluster(cfg.serviceaccount_dir, [](const char* name) { return std::getenv(name); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  sigset_t stop_signals = BlockStopSignals();
+
+  Result<Config> parsed = ParseConfig(std::vector<std::string>(argv + 1, argv + argc), [](const char* n) { return std::getenv(n); });
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "hostpath-provisioner: %s\n", parsed.status().message().c_str());
+    return 2;
+  }
+  const Config& cfg = *parsed;
+  if (cfg.show_help) {
+    std::fputs(HelpText().c_str(), stdout);
+    return 0;
+  }
+  if (cfg.show_version) {
+    std::printf("hostpath-provisioner %s (commit %s)\n", HP_VERSION, HP_COMMIT);
+    return 0;
+  }
+  logging::Verbosity() = cfg.verbosity;
+  logging::Json() = cfg.log_format == "json";
+
+  Result<ApiCredentials> creds = LoadCredentials(cfg);
+  if (!creds.ok()) return Fail(2, creds.status().message());
+  Result<std::shared_ptr<ApiEndpoint>> endpoint = ApiEndpoint::From(*creds);
+  if (!endpoint.ok()) return Fail(2, endpoint.status().message());
+
+  Result<Root> root = Root::Open(cfg.pv_dir);
+  if (!root.ok())
+    return Fail(1, "PV_DIR " + cfg.pv_dir + ": " + root.status().message() +
+                       " (create the folder, or mount the host folder there)");
+
+  Controller controller(cfg, *endpoint, &*root);
+  HttpEndpoint http(cfg.metrics_address, &controller, &*root, *endpoint);
+  if (Status s = http.Start(); !s.ok()) return Fail(1, s.message());
+  if (Status s = controller.Start(); !s.ok()) return Fail(1, s.message());
+  LogInfo(std::string("hostpath-provisioner ") + HP_VERSION + " started: provisioner " + cfg.provisioner_name +
+          ", volumes in " + cfg.pv_dir + ", reclaim policy " +
+          (cfg.reclaim_policy.empty() ? "from the StorageClass" : cfg.reclaim_policy) + ", API " +
+          (*endpoint)->description);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  LogInfo(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+  controller.Stop();
+  http.Stop();
+  return 0;
+}

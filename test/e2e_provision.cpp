@@ -1,0 +1,285 @@
+// End to end: the real binary against the fake API server over HTTPS, checked through the
+// API (objects, events) and on disk (directories, files).
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include "harness.hpp"
+
+using namespace harness;
+using std::chrono::seconds;
+
+namespace {
+
+// One fake API server, the bundled StorageClass, and a PV root, per test.
+struct Cluster {
+  TempDir tmp;
+  std::string pv_dir = tmp.path() + "/pv";
+  FakeApi api{tmp.path() + "/api"};
+  Cluster() {
+    ::mkdir(pv_dir.c_str(), 0755);
+    api.CreateYaml(ReadFile("manifests/storageclass.yaml"));
+  }
+  std::string VolumeOf(const std::string& ns, const std::string& claim) {
+    picojson::value c = api.Claim(ns, claim);
+    return c.is<picojson::object>() && c.get("spec").get("volumeName").is<std::string>()
+               ? c.get("spec").get("volumeName").to_str()
+               : "";
+  }
+  bool WaitBound(const std::string& ns, const std::string& claim) {
+    return Eventually([&] { return Phase(api.Claim(ns, claim)) == "Bound"; });
+  }
+  std::string DirOf(const std::string& ns, const std::string& claim) {
+    return pv_dir + "/" + ns + "-" + claim + "-" + VolumeOf(ns, claim);
+  }
+};
+
+int CountWithReason(const std::vector<picojson::value>& events, const std::string& reason) {
+  int n = 0;
+  for (const auto& e : events)
+    if (e.get("reason").to_str() == reason) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a claim of the bundled class is bound to a new PV with its directory", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ReadFile("manifests/test-claim.yaml"));
+  REQUIRE(c.WaitBound("default", "hostpath-test-claim"));
+
+  std::string pv_name = c.VolumeOf("default", "hostpath-test-claim");
+  picojson::value claim = c.api.Claim("default", "hostpath-test-claim");
+  CHECK(pv_name == "pvc-" + claim.get("metadata").get("uid").to_str());
+  picojson::value pv = c.api.Volume(pv_name);
+  CHECK(Phase(pv) == "Bound");
+  CHECK(pv.get("metadata").get("annotations").get("pv.kubernetes.io/provisioned-by").to_str() ==
+        "hostpath-provisioner.io/hostpath");
+  CHECK(pv.get("spec").get("capacity").get("storage").to_str() == "1Gi");
+  CHECK(pv.get("spec").get("persistentVolumeReclaimPolicy").to_str() == "Delete");
+  CHECK(pv.get("spec").get("storageClassName").to_str() == "hostpath");
+  CHECK(pv.get("spec").get("hostPath").get("type").to_str() == "Directory");
+  std::string dir = c.DirOf("default", "hostpath-test-claim");
+  CHECK(pv.get("spec").get("hostPath").get("path").to_str() == dir);
+
+  struct stat st {};
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK(S_ISDIR(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0777);
+
+  std::vector<picojson::value> events;
+  REQUIRE(Eventually([&] {
+    events = c.api.EventsAbout("default", "hostpath-test-claim");
+    return CountWithReason(events, "ProvisioningSucceeded") > 0;
+  }));
+  CHECK(CountWithReason(events, "ProvisioningSucceeded") == 1);
+  for (const auto& e : events)
+    if (e.get("reason").to_str() == "ProvisioningSucceeded") {
+      CHECK_THAT(e.get("message").to_str(), Catch::Contains(pv_name));
+      CHECK_THAT(e.get("message").to_str(), Catch::Contains(dir));
+      CHECK(e.get("type").to_str() == "Normal");
+    }
+  CHECK(c.api.Denials().empty());
+}
+
+TEST_CASE("deleting a claim of a Delete volume removes its PV and directory", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "scratch", "hostpath"));
+  REQUIRE(c.WaitBound("default", "scratch"));
+  std::string pv_name = c.VolumeOf("default", "scratch");
+  std::string dir = c.DirOf("default", "scratch");
+  WriteFile(dir + "/data.txt", "written by a pod\n");
+  ::mkdir((dir + "/sub").c_str(), 0700);
+  WriteFile(dir + "/sub/more.txt", "more\n");
+
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/scratch").code == 200);
+  CHECK(Eventually([&] { return !c.api.Volume(pv_name).is<picojson::object>(); }));
+  CHECK_FALSE(Exists(dir));
+  CHECK(Exists(c.pv_dir));
+  CHECK(c.api.Denials().empty());
+}
+
+TEST_CASE("a Retain volume keeps its PV (Released) and its data", "[e2e]") {
+  Cluster c;
+  c.api.CreateYaml(ClassYaml("keep", "Retain"));
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "precious", "keep"));
+  REQUIRE(c.WaitBound("default", "precious"));
+  std::string pv_name = c.VolumeOf("default", "precious");
+  std::string dir = c.DirOf("default", "precious");
+  WriteFile(dir + "/db.sqlite", "important\n");
+  CHECK(c.api.Volume(pv_name).get("spec").get("persistentVolumeReclaimPolicy").to_str() == "Retain");
+
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/precious").code == 200);
+  REQUIRE(Eventually([&] { return Phase(c.api.Volume(pv_name)) == "Released"; }));
+  // A later Delete claim going through proves the provisioner has seen the Released PV.
+  c.api.CreateYaml(ClaimYaml("default", "barrier", "hostpath"));
+  REQUIRE(c.WaitBound("default", "barrier"));
+  std::string barrier_pv = c.VolumeOf("default", "barrier");
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/barrier").code == 200);
+  REQUIRE(Eventually([&] { return !c.api.Volume(barrier_pv).is<picojson::object>(); }));
+
+  CHECK(Phase(c.api.Volume(pv_name)) == "Released");
+  CHECK(ReadFile(dir + "/db.sqlite") == "important\n");
+}
+
+TEST_CASE("PV_RECLAIM_POLICY overrides the class", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir, {{"PV_RECLAIM_POLICY", "Retain"}});
+  c.api.CreateYaml(ClaimYaml("default", "kept", "hostpath"));
+  REQUIRE(c.WaitBound("default", "kept"));
+  CHECK(c.api.Volume(c.VolumeOf("default", "kept")).get("spec").get("persistentVolumeReclaimPolicy").to_str() == "Retain");
+}
+
+TEST_CASE("a restart in the middle converges: every claim bound once, deleted ones cleaned", "[e2e]") {
+  Cluster c;
+  auto first = std::make_unique<Provisioner>(c.api, c.pv_dir);
+  for (int i = 0; i < 5; ++i) c.api.CreateYaml(ClaimYaml("default", "before-" + std::to_string(i), "hostpath"));
+  for (int i = 0; i < 5; ++i) REQUIRE(c.WaitBound("default", "before-" + std::to_string(i)));
+  std::string gone_pv = c.VolumeOf("default", "before-0");
+  std::string gone_dir = c.DirOf("default", "before-0");
+  first->process().Signal(SIGKILL);
+  first->process().Wait();
+  first.reset();
+
+  // While it is down: new claims, and a deleted one.
+  for (int i = 0; i < 5; ++i) c.api.CreateYaml(ClaimYaml("default", "during-" + std::to_string(i), "hostpath"));
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/before-0").code == 200);
+  REQUIRE(Eventually([&] { return Phase(c.api.Volume(gone_pv)) == "Released"; }));
+
+  Provisioner second(c.api, c.pv_dir);
+  for (int i = 0; i < 5; ++i) CHECK(c.WaitBound("default", "during-" + std::to_string(i)));
+  CHECK(Eventually([&] { return !c.api.Volume(gone_pv).is<picojson::object>(); }));
+  CHECK_FALSE(Exists(gone_dir));
+  Reply pvs = c.api.Get("/api/v1/persistentvolumes");
+  CHECK(pvs.json.get("items").get<picojson::array>().size() == 9);
+  for (int i = 1; i < 5; ++i) CHECK(Exists(c.DirOf("default", "before-" + std::to_string(i))));
+}
+
+TEST_CASE("claims of other provisioners are left alone", "[e2e]") {
+  Cluster c;
+  c.api.CreateYaml(ClassYaml("local-path", "Delete", "rancher.io/local-path"));
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "not-mine", "local-path"));
+  c.api.CreateYaml(ClaimYaml("default", "mine", "hostpath"));
+  REQUIRE(c.WaitBound("default", "mine"));
+  CHECK(Phase(c.api.Claim("default", "not-mine")) == "Pending");
+  for (const auto& e : c.api.EventsAbout("default", "not-mine"))
+    CHECK(e.get("source").get("component").to_str() != "hostpath-provisioner");
+}
+
+TEST_CASE("a claim that cannot be served gets one ProvisioningFailed event whose count grows", "[e2e]") {
+  Cluster c;
+  c.api.CreateYaml(ClassYaml("odd", "Delete", "hostpath-provisioner.io/hostpath", "  size: \"10\"\n"));
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "wants-odd", "odd"));
+  picojson::value failed;
+  REQUIRE(Eventually(
+      [&] {
+        for (const auto& e : c.api.EventsAbout("default", "wants-odd"))
+          if (e.get("reason").to_str() == "ProvisioningFailed" && e.get("count").get<double>() >= 2) {
+            failed = e;
+            return true;
+          }
+        return false;
+      },
+      seconds(30)));
+  CHECK(failed.get("type").to_str() == "Warning");
+  CHECK_THAT(failed.get("message").to_str(), Catch::Contains("unknown parameter \"size\""));
+  CHECK(CountWithReason(c.api.EventsAbout("default", "wants-odd"), "ProvisioningFailed") == 1);
+  CHECK(Phase(c.api.Claim("default", "wants-odd")) == "Pending");
+}
+
+TEST_CASE("a PV claiming to be ours but pointing outside the root is refused, never removed", "[e2e]") {
+  Cluster c;
+  std::string victim = c.tmp.path() + "/victim";
+  ::mkdir(victim.c_str(), 0755);
+  WriteFile(victim + "/passwd", "root:x:0:0\n");
+  Provisioner p(c.api, c.pv_dir);
+  std::string pv = R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pvc-evil",
+    "annotations":{"pv.kubernetes.io/provisioned-by":"hostpath-provisioner.io/hostpath"}},
+    "spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"persistentVolumeReclaimPolicy":"Delete",
+    "storageClassName":"hostpath","hostPath":{"path":")" +
+                   victim + R"("},
+    "claimRef":{"namespace":"default","name":"gone","uid":"00000000-dead-beef-0000-000000000000"}}})";
+  REQUIRE(c.api.Post("/api/v1/persistentvolumes", pv).code == 201);
+  REQUIRE(Eventually([&] {
+    for (const auto& e : c.api.EventsAbout("default", "pvc-evil"))
+      if (e.get("reason").to_str() == "VolumeFailedDelete") return true;
+    return false;
+  }));
+  CHECK(ReadFile(victim + "/passwd") == "root:x:0:0\n");
+  CHECK(c.api.Volume("pvc-evil").is<picojson::object>());
+}
+
+TEST_CASE("in-cluster mode: service-account folder and KUBERNETES_SERVICE_HOST", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir,
+                {{"KUBECONFIG", ""},
+                 {"SERVICEACCOUNT_DIR", c.api.dir() + "/serviceaccount"},
+                 {"KUBERNETES_SERVICE_HOST", "127.0.0.1"},
+                 {"KUBERNETES_SERVICE_PORT", std::to_string(c.api.port())}});
+  c.api.CreateYaml(ClaimYaml("default", "incluster", "hostpath"));
+  CHECK(c.WaitBound("default", "incluster"));
+}
+
+TEST_CASE("a rotated token is picked up (the old one is revoked)", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "one", "hostpath"));
+  REQUIRE(c.WaitBound("default", "one"));
+  REQUIRE(c.api.Call("POST", "/fake/rotate-token").code == 200);
+  c.api.CreateYaml(ClaimYaml("default", "two", "hostpath"));
+  CHECK(c.WaitBound("default", "two"));
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/two").code == 200);
+  std::string dir_one = c.DirOf("default", "one");
+  CHECK(Exists(dir_one));
+}
+
+TEST_CASE("bad configuration: exit non-zero at start with one clear line", "[e2e]") {
+  Cluster c;
+  struct Row {
+    const char* name;
+    std::map<std::string, std::string> env;
+    int code;
+    const char* says;
+  } rows[] = {
+      {"reclaim policy", {{"PV_RECLAIM_POLICY", "Sometimes"}}, 2, "PV_RECLAIM_POLICY (--reclaim-policy) must be Retain or Delete"},
+      {"missing root", {{"PV_DIR", "/nonexistent/hp-root"}}, 1, "PV_DIR /nonexistent/hp-root"},
+      {"missing kubeconfig", {{"KUBECONFIG", "/nonexistent/kubeconfig"}}, 2, "/nonexistent/kubeconfig"},
+      {"no cluster", {{"KUBECONFIG", ""}, {"SERVICEACCOUNT_DIR", "/nonexistent/sa"}}, 2, "--kubeconfig"},
+  };
+  for (const Row& r : rows) {
+    std::map<std::string, std::string> env = r.env;
+    std::string pv_dir = c.pv_dir;
+    if (env.count("PV_DIR")) pv_dir = env["PV_DIR"];
+    env.erase("PV_DIR");
+    Provisioner p(c.api, pv_dir, env);
+    int code = -1;
+    INFO(r.name);
+    REQUIRE(p.process().WaitFor(seconds(20), &code));
+    CHECK(code == r.code);
+    std::string log = p.Log();
+    CHECK_THAT(log, Catch::Contains(r.says));
+    CHECK(std::count(log.begin(), log.end(), '\n') == 1);
+  }
+}
+
+TEST_CASE("SIGTERM stops it cleanly; --help and --version exit 0", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  p.process().Signal(SIGTERM);
+  int code = -1;
+  REQUIRE(p.process().WaitFor(seconds(20), &code));
+  CHECK(code == 0);
+  for (const char* flag : {"--help", "--version"}) {
+    Provisioner q(c.api, c.pv_dir, {}, {flag});
+    REQUIRE(q.process().WaitFor(seconds(10), &code));
+    INFO(flag);
+    CHECK(code == 0);
+    CHECK_THAT(q.Log(), Catch::Contains(std::string(flag) == "--help" ? "PV_RECLAIM_POLICY" : "hostpath-provisioner"));
+  }
+}
