@@ -68,3 +68,6 @@ image: hostpath-provisioner
 
 clean:
 	rm -rf $(BUILD) hostpath-provisioner
+
+# More targets (bench, fuzz, sanitizers, soak) each live in a file of their own.
+include $(wildcard mk/*.mk)

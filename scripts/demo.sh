@@ -38,7 +38,7 @@ for _ in $(seq 300); do
   [ "$phase" = Bound ] && break; sleep 0.05
 done
 echo "claim is $phase after $(( ($(date +%s%N) - start) / 1000000 )) ms (including kubectl's own start-up)"
-show $kubectl get pvc hostpath-test-claim -o wide
+show $kubectl get pvc hostpath-test-claim
 pv=$($kubectl get pvc hostpath-test-claim -o jsonpath='{.spec.volumeName}')
 show $kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}{"  "}{.spec.persistentVolumeReclaimPolicy}{"  "}{.status.phase}{"\n"}'
 show $kubectl get events --field-selector involvedObject.name=hostpath-test-claim -o custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message 2>/dev/null \
