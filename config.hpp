@@ -25,6 +25,9 @@ struct Config {
   int verbosity = 0;
   std::string log_format = "text";  // text | json
   int resync_seconds = 300;         // periodic pass over the cache; 0 = never
+  bool leader_elect = false;        // hold a Lease before acting (for more than one replica)
+  std::string leader_elect_namespace;  // "" = the service account's namespace
+  int lease_seconds = 30;              // lease duration; renew deadline 2/3 of it, retries every 1/6
   bool show_help = false;
   bool show_version = false;
 };
@@ -139,6 +142,18 @@ inline const std::vector<Setting>& Settings() {
       {"resync-period", "RESYNC_PERIOD", "300",
        "seconds between passes over all cached objects (catches anything missed); 0 = never",
        [](Config& c, const std::string& v) { return ParseInt(v, 0, 86400, c.resync_seconds); }},
+      {"leader-elect", "LEADER_ELECT", "false",
+       "hold a coordination.k8s.io Lease before provisioning, so replicas never act twice",
+       [](Config& c, const std::string& v) { return ParseBool(v, c.leader_elect); }},
+      {"leader-elect-namespace", "LEADER_ELECT_NAMESPACE", "(the service account's namespace)",
+       "namespace of the Lease",
+       [](Config& c, const std::string& v) -> std::string {
+         c.leader_elect_namespace = v;
+         return "";
+       }},
+      {"leader-elect-lease-duration", "LEADER_ELECT_LEASE_DURATION", "30",
+       "seconds a silent leader keeps the Lease before another replica takes over",
+       [](Config& c, const std::string& v) { return ParseInt(v, 3, 3600, c.lease_seconds); }},
       {"v", "LOG_LEVEL", "0", "log verbosity: 0 = outcomes and errors, 1 = decisions, 2 = requests",
        [](Config& c, const std::string& v) { return ParseInt(v, 0, 9, c.verbosity); }},
       {"log-format", "LOG_FORMAT", "text", "text or json",
@@ -179,7 +194,7 @@ inline Result<Config> ParseConfig(const std::vector<std::string>& args,
       if (name == s.flag) found = &s;
     if (found == nullptr) return Status::Invalid("unknown flag --" + name + " (see --help)");
     if (!has_value) {
-      if (name == "allow-insecure-kubeconfig") {
+      if (name == "allow-insecure-kubeconfig" || name == "leader-elect") {
         value = "true";
       } else if (i + 1 < args.size()) {
         value = args[++i];

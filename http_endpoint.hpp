@@ -45,6 +45,9 @@ class HttpEndpoint {
   }
   ~HttpEndpoint() { Stop(); }
 
+  // A standby replica (waiting for the lease) reports ready: it is healthy, just not leading.
+  void SetStandby(bool standby) { standby_ = standby; }
+
   // Binds the address ("host:port", ":port" = every interface). Errors: bad address, port in use.
   Status Start() {
     if (address_.empty()) return Status::Ok();
@@ -62,9 +65,11 @@ class HttpEndpoint {
       res.set_content(stuck ? "worker stuck on one key for over 10 minutes\n" : "ok\n", "text/plain");
     });
     server_.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-      bool ready = controller_->Synced();
+      bool standby = standby_;
+      bool ready = standby || controller_->Synced();
       res.status = ready ? 200 : 503;
-      res.set_content(ready ? "ok\n" : "initial lists not done\n", "text/plain");
+      res.set_content(standby ? "ok (standby: another instance holds the lease)\n" : ready ? "ok\n" : "initial lists not done\n",
+                      "text/plain");
     });
     server_.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(Metrics(), "text/plain; version=0.0.4");
@@ -137,6 +142,7 @@ class HttpEndpoint {
   Controller* controller_;
   const Root* root_;
   std::shared_ptr<RequestCounter> requests_;
+  std::atomic<bool> standby_{false};
   httplib::Server server_;
   std::thread thread_;
 };

@@ -3,7 +3,13 @@
 // 1 anything else that prevents starting.
 #include <signal.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
+#include <random>
+#include <thread>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -14,6 +20,7 @@
 #include "http_endpoint.hpp"
 #include "k8s.hpp"
 #include "kubeconfig.hpp"
+#include "leader.hpp"
 #include "log.hpp"
 
 #ifndef HP_VERSION
@@ -44,6 +51,16 @@ sigset_t BlockStopSignals() {
 Result<ApiCredentials> LoadCredentials(const Config& cfg) {
   if (!cfg.kubeconfig.empty()) return LoadKubeconfig(cfg.kubeconfig, cfg.allow_insecure_kubeconfig);
   return LoadInCluster(cfg.serviceaccount_dir, [](const char* name) { return std::getenv(name); });
+}
+
+// This instance's name in the Lease: the pod's name (HOSTNAME) and a random suffix.
+std::string Identity() {
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  std::random_device rd;
+  char suffix[16];
+  std::snprintf(suffix, sizeof suffix, "_%08x", rd());
+  return host + std::string(suffix);
 }
 
 }  // namespace
@@ -80,17 +97,48 @@ int main(int argc, char** argv) {
 
   Controller controller(cfg, *endpoint, &*root);
   HttpEndpoint http(cfg.metrics_address, &controller, &*root, *endpoint);
+  std::string lease_ns = cfg.leader_elect_namespace.empty() ? creds->namespace_ : cfg.leader_elect_namespace;
+  LeaseTimings timings;
+  timings.lease_duration = std::chrono::seconds(cfg.lease_seconds);
+  timings.renew_deadline = std::chrono::seconds(cfg.lease_seconds * 2 / 3);
+  timings.retry_period = std::chrono::seconds(std::max(1, cfg.lease_seconds / 6));
+  LeaderElector elector(*endpoint, lease_ns, LeaseNameFor(cfg.provisioner_name), Identity(), timings);
+  if (cfg.leader_elect) {
+    if (Status s = elector.Init(); !s.ok()) return Fail(1, s.message());
+    http.SetStandby(true);
+  }
   if (Status s = http.Start(); !s.ok()) return Fail(1, s.message());
-  if (Status s = controller.Start(); !s.ok()) return Fail(1, s.message());
-  LogInfo(std::string("hostpath-provisioner ") + HP_VERSION + " started: provisioner " + cfg.provisioner_name +
+  LogInfo(std::string("hostpath-provisioner ") + HP_VERSION + " starting: provisioner " + cfg.provisioner_name +
           ", volumes in " + cfg.pv_dir + ", reclaim policy " +
           (cfg.reclaim_policy.empty() ? "from the StorageClass" : cfg.reclaim_policy) + ", API " +
           (*endpoint)->description);
 
+  // Leading (or waiting to lead) happens beside the main thread, which only waits for a signal.
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> leading{false};
+  std::thread runner([&] {
+    if (cfg.leader_elect) {
+      if (!elector.Acquire([&] { return stopping.load(); })) return;
+      leading = true;
+      elector.StartRenewing([] {
+        LogError("lost the lease: exiting so that only one instance provisions (it will be restarted)");
+        std::_Exit(1);
+      });
+      http.SetStandby(false);
+    }
+    if (Status s = controller.Start(); !s.ok()) {
+      LogError(s.message());
+      std::_Exit(1);
+    }
+  });
+
   int sig = 0;
   sigwait(&stop_signals, &sig);
   LogInfo(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+  stopping = true;
+  runner.join();
   controller.Stop();
+  if (leading) elector.Release();
   http.Stop();
   return 0;
 }

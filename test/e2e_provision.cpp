@@ -283,3 +283,35 @@ TEST_CASE("SIGTERM stops it cleanly; --help and --version exit 0", "[e2e]") {
     CHECK_THAT(q.Log(), Catch::Contains(std::string(flag) == "--help" ? "PV_RECLAIM_POLICY" : "hostpath-provisioner"));
   }
 }
+
+TEST_CASE("leader election: two replicas never both provision; SIGTERM hands over at once", "[e2e]") {
+  Cluster c;
+  std::map<std::string, std::string> env = {{"LEADER_ELECT", "true"},
+                                            {"LEADER_ELECT_NAMESPACE", "kube-system"},
+                                            {"LEADER_ELECT_LEASE_DURATION", "6"}};
+  auto first = std::make_unique<Provisioner>(c.api, c.pv_dir, env);
+  REQUIRE(Eventually([&] { return first->Log().find("became leader") != std::string::npos; }));
+  Provisioner second(c.api, c.pv_dir, env);
+  REQUIRE(Eventually([&] { return second.Log().find("waiting for lease") != std::string::npos; }));
+  CHECK(second.Http("/readyz").code == 200);  // a standby is ready: healthy, not leading
+  for (int i = 0; i < 10; ++i) c.api.CreateYaml(ClaimYaml("default", "le-" + std::to_string(i), "hostpath"));
+  for (int i = 0; i < 10; ++i) REQUIRE(c.WaitBound("default", "le-" + std::to_string(i)));
+  CHECK(second.Log().find("provisioned") == std::string::npos);
+
+  first->process().Signal(SIGTERM);
+  int code = -1;
+  REQUIRE(first->process().WaitFor(seconds(20), &code));
+  CHECK(code == 0);
+  CHECK_THAT(first->Log(), Catch::Contains("released lease"));
+  REQUIRE(Eventually([&] { return second.Log().find("became leader") != std::string::npos; }, seconds(15)));
+  c.api.CreateYaml(ClaimYaml("default", "after-handover", "hostpath"));
+  CHECK(c.WaitBound("default", "after-handover"));
+  // Exactly one PV per claim: 11 claims, 11 PVs, one success event each.
+  Reply pvs = c.api.Get("/api/v1/persistentvolumes");
+  CHECK(pvs.json.get("items").get<picojson::array>().size() == 11);
+  for (int i = 0; i < 10; ++i) {
+    auto events = c.api.EventsAbout("default", "le-" + std::to_string(i));
+    CHECK(CountWithReason(events, "ProvisioningSucceeded") == 1);
+  }
+  CHECK(c.api.Denials().empty());
+}
