@@ -315,3 +315,30 @@ TEST_CASE("leader election: two replicas never both provision; SIGTERM hands ove
   }
   CHECK(c.api.Denials().empty());
 }
+
+TEST_CASE("class parameters uid, gid and mode set the directory's owner and mode", "[e2e]") {
+  Cluster c;
+  if (::geteuid() != 0) {
+    WARN("not root: chown cannot be checked");
+    return;
+  }
+  c.api.CreateYaml(ClassYaml("owned", "Delete", "hostpath-provisioner.io/hostpath",
+                             "  uid: \"1000\"\n  gid: \"2000\"\n  mode: \"0770\"\n"));
+  c.api.CreateYaml(ClassYaml("bad-mode", "Delete", "hostpath-provisioner.io/hostpath", "  mode: \"rwx\"\n"));
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "app-data", "owned"));
+  c.api.CreateYaml(ClaimYaml("default", "bad", "bad-mode"));
+  REQUIRE(c.WaitBound("default", "app-data"));
+  struct stat st {};
+  REQUIRE(::stat(c.DirOf("default", "app-data").c_str(), &st) == 0);
+  CHECK(st.st_uid == 1000u);
+  CHECK(st.st_gid == 2000u);
+  CHECK((st.st_mode & 07777) == 0770);
+  REQUIRE(Eventually([&] {
+    for (const auto& e : c.api.EventsAbout("default", "bad"))
+      if (e.get("reason").to_str() == "ProvisioningFailed" &&
+          e.get("message").to_str().find("mode=\"rwx\" is not an octal mode") != std::string::npos)
+        return true;
+    return false;
+  }));
+}
