@@ -342,3 +342,42 @@ TEST_CASE("class parameters uid, gid and mode set the directory's owner and mode
     return false;
   }));
 }
+
+TEST_CASE("/metrics, /healthz and /readyz; JSON logs", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir, {{"LOG_FORMAT", "json"}});
+  REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  CHECK(p.Http("/healthz").code == 200);
+  for (int i = 0; i < 3; ++i) c.api.CreateYaml(ClaimYaml("default", "m-" + std::to_string(i), "hostpath"));
+  for (int i = 0; i < 3; ++i) REQUIRE(c.WaitBound("default", "m-" + std::to_string(i)));
+  std::string pv = c.VolumeOf("default", "m-0");
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/m-0").code == 200);
+  REQUIRE(Eventually([&] { return !c.api.Volume(pv).is<picojson::object>(); }));
+  std::string m;
+  REQUIRE(Eventually([&] {
+    m = p.Http("/metrics").body;
+    return m.find("hostpath_provisioner_deletions_total{result=\"success\"} 1") != std::string::npos;
+  }));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_provisions_total{result=\"success\"} 3"));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_provision_duration_seconds_count 3"));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_provision_duration_seconds_bucket{le=\"+Inf\"} 3"));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_api_requests_total{verb=\"create\",resource=\"persistentvolumes\",code=\"201\"} 3"));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_workqueue_depth "));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_watch_restarts_total "));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_root_free_bytes{root=\"" + c.pv_dir + "\"}"));
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_root_total_bytes{root=\"" + c.pv_dir + "\"}"));
+  // Every log line is one JSON object with a UTC RFC 3339 timestamp.
+  std::istringstream log(p.Log());
+  std::string line;
+  int lines = 0, provisioned = 0;
+  while (std::getline(log, line)) {
+    picojson::value v;
+    INFO(line);
+    REQUIRE(picojson::parse(v, line).empty());
+    CHECK(v.get("ts").to_str().back() == 'Z');
+    CHECK(v.get("ts").to_str().size() == 24);
+    if (v.get("msg").to_str().find("provisioned default/m-") == 0) ++provisioned;
+    ++lines;
+  }
+  CHECK(provisioned == 3);
+}
