@@ -116,7 +116,7 @@ class ApiServer {
   // The RBAC denials as a JSON array of {t_ns, user, verb, resource, namespace, name, message}.
   std::string DenialsJson() const;
   // Every request but /fake/ ones as a JSON array of {t_ns, user, verb, resource, namespace, name, code};
-  // resource includes "/status" for the subresource.
+  // resource includes "/status" for the subresource; a successful create names the object made.
   std::string RequestsJson() const;
   // A copy of the stored object, or null Json.
   Json GetObject(const std::string& plural, const std::string& ns, const std::string& name) {
@@ -342,6 +342,8 @@ inline Json ToTable(const ResourceType& t, const JsonArray& items, const Json& l
     cols = {"Name", "Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim", "StorageClass", "Age"};
   else if (t.plural == "storageclasses")
     cols = {"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "Age"};
+  else if (t.plural == "events")
+    cols = {"Last Seen", "Type", "Reason", "Object", "Message"};
   else
     cols = {"Name", "Age"};
   JsonArray defs, rows;
@@ -371,6 +373,13 @@ inline Json ToTable(const ResourceType& t, const JsonArray& items, const Json& l
     } else if (t.plural == "storageclasses") {
       std::string shown = name + (Annotation(o, kIsDefaultClass) == "true" ? " (default)" : "");
       cells = {shown, Str(o, {"provisioner"}), Str(o, {"reclaimPolicy"}), Str(o, {"volumeBindingMode"}), Age(o)};
+    } else if (t.plural == "events") {
+      Json seen{JsonObject()};
+      Meta(seen)["creationTimestamp"] = Json(Str(o, {"lastTimestamp"}));
+      std::string kind = Str(o, {"involvedObject", "kind"});
+      for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      cells = {Age(seen), Str(o, {"type"}), Str(o, {"reason"}), kind + "/" + Str(o, {"involvedObject", "name"}),
+               Str(o, {"message"})};
     } else {
       cells = {name, Age(o)};
     }
@@ -432,6 +441,7 @@ inline Status ApiServer::Start() {
   if (!server_->is_valid()) return Status::Error("TLS server setup failed");
   int threads = opts_.threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  server_->set_tcp_nodelay(true);  // headers and body are separate writes: no Nagle stalls
   server_->set_keep_alive_max_count(100000);
   server_->set_keep_alive_timeout(30);
   server_->set_payload_max_length(64 << 20);
@@ -611,6 +621,8 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
   } else {
     r = {405, StatusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
   }
+  // As audit logs do: a create is logged with the name of the object it made.
+  if (info.verb == "create" && r.code == 201 && rec.name.empty()) rec.name = Str(r.body, {"metadata", "name"});
   if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
     r.body = ToTable(*info.type, Path(r.body, {"items"})->get<JsonArray>(), *Path(r.body, {"metadata"}));
   reply(r.code, r.body);
@@ -958,6 +970,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
   struct State {
     std::vector<Requirement> labels, fields;
     bool bookmarks = false;
+    bool table = false;  // Accept asks for meta.k8s.io Tables (kubectl get -w)
     std::string rv;
     int timeout = 1800;
   };
@@ -969,6 +982,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
     return;
   }
   st->bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
+  st->table = req.get_header_value("Accept").find("as=Table") != std::string::npos;
   st->rv = req.get_param_value("resourceVersion");
   if (req.has_param("timeoutSeconds")) st->timeout = std::max(1, std::atoi(req.get_param_value("timeoutSeconds").c_str()));
   const ResourceType* type = info.type;
@@ -978,6 +992,14 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
     const std::string plural = type->plural;
     auto matches = [&](const std::string& obj_ns, const Json& obj) {
       return (ns.empty() || obj_ns == ns) && MatchesLabels(obj, st->labels) && MatchesFields(obj, st->fields);
+    };
+    // The event line: shared and pre-serialised, or a one-row Table for kubectl.
+    auto line_of = [&](const std::string& type_name, const Json& obj, const std::string* shared) {
+      if (!st->table && shared != nullptr) return *shared;
+      JsonObject line;
+      line["type"] = Json(type_name);
+      line["object"] = st->table ? server_detail::ToTable(*type, JsonArray{obj}, Json(JsonObject())) : obj;
+      return Json(line).serialize() + "\n";
     };
     auto deadline = Clock::now() + std::chrono::seconds(st->timeout);
     auto next_bookmark = Clock::now() + std::chrono::seconds(opts_.bookmark_seconds);
@@ -989,10 +1011,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
     if (st->rv.empty() || st->rv == "0") {
       for (const auto& [key, obj] : b.objects) {
         if (!matches(Str(obj, {"metadata", "namespace"}), obj)) continue;
-        JsonObject line;
-        line["type"] = Json("ADDED");
-        line["object"] = obj;
-        out += Json(line).serialize() + "\n";
+        out += line_of("ADDED", obj, nullptr);
       }
     } else {
       uint64_t from = std::strtoull(st->rv.c_str(), nullptr, 10);
@@ -1015,7 +1034,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
       if (cursor < b.first_seq) break;  // fell behind the history: the real cacher ends such watchers
       for (; cursor < b.NextSeq(); ++cursor) {
         const EventPtr& e = b.history[cursor - b.first_seq];
-        if (matches(e->ns, e->object)) out += e->line;
+        if (matches(e->ns, e->object)) out += line_of(e->type, e->object, &e->line);
       }
       auto now = Clock::now();
       if (st->bookmarks && now >= next_bookmark) {

@@ -51,8 +51,32 @@ class PvController {
   static constexpr const char* kWatched[] = {"storageclasses", "persistentvolumeclaims", "persistentvolumes"};
 
   void ResyncAll() {
+    unbound_.clear();
+    by_claim_.clear();
+    claim_of_.clear();
+    for (const auto& key : Keys("persistentvolumes")) Reindex(key);
     for (const auto& key : Keys("persistentvolumeclaims")) SyncClaim(key);
     for (const auto& key : Keys("persistentvolumes")) SyncVolume(key);
+  }
+
+  // Keeps the volume indexes (unbound volumes; volumes by claimRef) in step with the store,
+  // so that matching and release cost O(candidates), not O(all volumes).
+  void Reindex(const std::string& pv_name) {
+    if (auto it = claim_of_.find(pv_name); it != claim_of_.end()) {
+      by_claim_[it->second].erase(pv_name);
+      if (by_claim_[it->second].empty()) by_claim_.erase(it->second);
+      claim_of_.erase(it);
+    }
+    unbound_.erase(pv_name);
+    const Json* pv = s_.Get("persistentvolumes", pv_name);
+    if (pv == nullptr) return;
+    if (HasClaimRef(*pv)) {
+      std::string key = ObjectKey(Str(*pv, {"spec", "claimRef", "namespace"}), Str(*pv, {"spec", "claimRef", "name"}));
+      by_claim_[key].insert(pv_name);
+      claim_of_[pv_name] = key;
+    } else {
+      unbound_.insert(pv_name);
+    }
   }
 
   std::vector<std::string> Keys(const std::string& plural) {
@@ -63,17 +87,26 @@ class PvController {
 
   void Handle(const std::string& plural, const WatchEvent& ev) {
     if (plural == "persistentvolumes") {
+      Reindex(ev.name);
       SyncVolume(ev.name);
+      Reindex(ev.name);
+      if (unbound_.count(ev.name) > 0 && ev.type == "ADDED") {
+        // A new unbound volume: pending claims may match it now (the real controller finds it on
+        // its periodic claim resync).
+        for (const auto& [key, claim] : s_.bucket("persistentvolumeclaims").objects)
+          if (Str(claim, {"spec", "volumeName"}).empty() && !IsDeleting(claim)) pending.push_back(key);
+        for (const auto& key : pending) SyncClaim(key);
+        pending.clear();
+      }
       std::string ns = Str(ev.object, {"spec", "claimRef", "namespace"});
       std::string name = Str(ev.object, {"spec", "claimRef", "name"});
       if (!name.empty()) SyncClaim(ObjectKey(ns, name));
     } else if (plural == "persistentvolumeclaims") {
       if (ev.type != "DELETED") return SyncClaim(ObjectKey(ev.ns, ev.name));
-      for (const auto& key : Keys("persistentvolumes")) {
-        const Json* pv = s_.Get("persistentvolumes", key);
-        if (pv && Str(*pv, {"spec", "claimRef", "namespace"}) == ev.ns && Str(*pv, {"spec", "claimRef", "name"}) == ev.name)
-          SyncVolume(key);
-      }
+      auto it = by_claim_.find(ObjectKey(ev.ns, ev.name));
+      if (it == by_claim_.end()) return;
+      std::set<std::string> names = it->second;  // SyncVolume's writes may change the index
+      for (const auto& name : names) SyncVolume(name);
     } else if (plural == "storageclasses" && ev.type != "DELETED") {
       for (const auto& key : Keys("persistentvolumeclaims")) {
         const Json* c = s_.Get("persistentvolumeclaims", key);
@@ -183,7 +216,14 @@ class PvController {
     std::string vmode = Str(claim, {"spec", "volumeMode"});
     const Json* best = nullptr;
     double best_size = 0;
-    for (const auto& [name, pv] : s_.bucket("persistentvolumes").objects) {
+    std::vector<std::string> candidates(unbound_.begin(), unbound_.end());
+    if (auto it = by_claim_.find(ObjectKey(Str(claim, {"metadata", "namespace"}), Str(claim, {"metadata", "name"})));
+        it != by_claim_.end())
+      candidates.insert(candidates.end(), it->second.begin(), it->second.end());
+    for (const auto& name : candidates) {
+      const Json* found = s_.Get("persistentvolumes", name);
+      if (found == nullptr) continue;
+      const Json& pv = *found;
       if (IsDeleting(pv)) continue;
       bool prebound = HasClaimRef(pv) && RefersTo(pv, claim);
       if (HasClaimRef(pv) && !prebound) continue;
@@ -311,6 +351,10 @@ class PvController {
   Store& s_;
   std::map<std::string, uint64_t> cursor_;
   std::set<std::string> emitted_;
+  std::vector<std::string> pending;  // scratch
+  std::set<std::string> unbound_;                         // volumes without claimRef
+  std::map<std::string, std::set<std::string>> by_claim_;  // claim key -> volumes whose claimRef names it
+  std::map<std::string, std::string> claim_of_;           // volume -> its by_claim_ key
 };
 
 }  // namespace fake
