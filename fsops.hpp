@@ -1,0 +1,631 @@
+// Safe create and remove of volume directories directly inside one root directory.
+//
+// The program runs as root and deletes directories that pods have written to, so everything
+// here assumes the tree being worked on is hostile: it may hold symlinks to "/", hard links,
+// mount points, directories of mode 000, immutable files, and it may change while we walk it.
+// The rules that keep us inside the root:
+//   - the root is opened once (O_NOFOLLOW) and every operation is an *at() call relative to an
+//     open directory descriptor with a single path component ("name", never "a/b");
+//   - directories are entered only with openat(O_DIRECTORY | O_NOFOLLOW), so a symlink is never
+//     followed, not even one swapped in between two of our calls;
+//   - everything else is removed with unlinkat(), which removes a link, never its target;
+//   - a directory on another mount (st_dev or mount id differs) is never entered.
+// POSIX (plus Linux statx/renameat2) only. Errors are Status values; errno becomes a Status or
+// a message in one place (PosixError / fsops_detail::ErrnoText).
+#pragma once
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "status.hpp"
+
+namespace fsops_detail {
+
+// strerror_r comes in a GNU (char*) and an XSI (int) flavour; accept both.
+inline const char* StrerrorResult(int rc, const char* buf) { return rc == 0 ? buf : "unknown error"; }
+inline const char* StrerrorResult(const char* text, const char*) { return text; }
+
+// The text for an errno value, e.g. "Operation not permitted". Thread-safe.
+inline std::string ErrnoText(int err) {
+  char buf[128] = {0};
+  return StrerrorResult(strerror_r(err, buf, sizeof buf), buf);
+}
+
+}  // namespace fsops_detail
+
+// Converts an errno value into a Status "context: text". ENOENT becomes kNotFound, EEXIST
+// kConflict, everything else kError. `context` names the operation and the path.
+inline Status PosixError(const std::string& context, int err) {
+  Status::Code code = err == ENOENT ? Status::kNotFound : err == EEXIST ? Status::kConflict : Status::kError;
+  return Status(code, context + ": " + fsops_detail::ErrnoText(err));
+}
+
+namespace fsops_detail {
+
+// A path made printable for one log line: control characters become '?', and a very long
+// path keeps its first and last 200 bytes around "...".
+inline std::string Printable(const std::string& path) {
+  std::string out = path.size() <= 420 ? path : path.substr(0, 200) + "..." + path.substr(path.size() - 200);
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return out;
+}
+
+inline std::string Join(const std::string& dir, const std::string& name) {
+  return dir.empty() ? name : dir + "/" + name;
+}
+
+// Lexically normalises an absolute path into *out: collapses "//" and "/./" and drops a
+// trailing "/". Returns false (and leaves *out alone) when the path is empty, relative,
+// contains a NUL byte or has any ".." component (refused rather than resolved).
+inline bool NormaliseAbsolute(const std::string& path, std::string* out) {
+  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos) return false;
+  std::string result;
+  size_t i = 0;
+  while (i < path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    i = j + 1;
+    if (part.empty() || part == ".") continue;
+    if (part == "..") return false;
+    result += "/" + part;
+  }
+  *out = result.empty() ? "/" : result;
+  return true;
+}
+
+// Owns one file descriptor; closes it on destruction. Movable, not copyable.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  int Release() { return std::exchange(fd_, -1); }
+  void Reset() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Identity of an open directory: device, inode, mode and (when the kernel reports it) the id
+// of the mount it belongs to. The mount id tells a bind mount of the same filesystem apart,
+// which st_dev alone cannot.
+struct DirId {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  mode_t mode = 0;
+  uint64_t mnt = 0;
+  bool has_mnt = false;
+};
+
+// Fills *id for the open descriptor fd. Returns 0 or an errno value.
+inline int GetDirId(int fd, DirId* id) {
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MODE | STATX_INO | STATX_MNT_ID, &sx) == 0) {
+    id->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+    id->ino = sx.stx_ino;
+    id->mode = sx.stx_mode;
+    id->has_mnt = (sx.stx_mask & STATX_MNT_ID) != 0;
+    id->mnt = id->has_mnt ? sx.stx_mnt_id : 0;
+    return 0;
+  }
+  if (errno != ENOSYS) return errno;
+  struct stat st;  // kernels before 4.11: st_dev only
+  if (fstat(fd, &st) != 0) return errno;
+  id->dev = st.st_dev;
+  id->ino = st.st_ino;
+  id->mode = st.st_mode;
+  id->has_mnt = false;
+  return 0;
+}
+
+inline bool SameMount(const DirId& a, const DirId& b) {
+  return a.dev == b.dev && (!a.has_mnt || !b.has_mnt || a.mnt == b.mnt);
+}
+
+// Opens the directory `name` inside parent_fd without following a symlink. When permission
+// is denied (not root, mode 000) it makes the directory 0700 first, again without following a
+// symlink (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) refuses symlinks), and retries once.
+// Returns 0 or an errno value; ELOOP or ENOTDIR mean `name` is not a directory (any more).
+inline int OpenDirAt(int parent_fd, const std::string& name, Fd* out) {
+  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int fd = openat(parent_fd, name.c_str(), flags);
+  if (fd < 0 && errno == EACCES) {
+    if (fchmodat(parent_fd, name.c_str(), 0700, AT_SYMLINK_NOFOLLOW) != 0) return EACCES;
+    fd = openat(parent_fd, name.c_str(), flags);
+  }
+  if (fd < 0) return errno;
+  *out = Fd(fd);
+  return 0;
+}
+
+inline bool IsDirNoFollow(int parent_fd, const std::string& name) {
+  struct stat st;
+  return fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Directories entered at once while removing a tree, by default (see TreeRemover).
+constexpr int kDefaultMaxOpenDirs = 32;
+// Extra levels entered beyond the limit when a directory cannot be moved up (rare).
+constexpr int kExtraDepthOnMoveFailure = 64;
+// Passes over one directory that keeps being non-empty for no reason we know of.
+constexpr int kMaxPasses = 4;
+// Failures spelled out in the message; the rest are counted.
+constexpr size_t kReportedFailures = 5;
+
+// Removes one volume directory and everything below it; used by Root::RemoveTree.
+//
+// The walk is iterative (an explicit stack of frames, no recursion) and keeps at most
+// max_open_dirs directories open. Scheme for trees deeper than that: a directory found at the
+// depth limit is not entered; instead it is renamed (renameat2 RENAME_NOREPLACE, relative to
+// the two open descriptors, never following a symlink) up into the volume directory itself
+// under a fresh name ".hostpath-provisioner-rm-N", and the volume directory is scanned again
+// later. Every subtree is thus removed at depth <= max_open_dirs, total work stays linear in
+// the size of the tree, no directory is ever re-opened by a path, and nothing is ever walked
+// back up with "..": a frame's parent is always the descriptor below it on the stack. Renaming
+// only moves entries within the volume being deleted (both descriptors are on the volume's
+// mount, checked), so it cannot move anything out of, or into, the volume. Names of moved
+// directories are remembered so failures are reported under their original paths.
+//
+// A directory on another mount is never entered or moved; it is reported. Entries that cannot
+// be removed are reported (the first few by path, relative to the volume directory) and the
+// rest of the tree is still removed. Nothing is retried in a loop except bounded re-scans.
+class TreeRemover {
+ public:
+  TreeRemover(int root_fd, std::string root_path, std::string name, int max_open_dirs)
+      : root_fd_(root_fd),
+        root_path_(std::move(root_path)),
+        name_(std::move(name)),
+        max_open_dirs_(std::max(2, max_open_dirs)) {}
+
+  Status Run() {
+    const std::string where = Printable(Join(root_path_, name_));
+    Fd vol;
+    int err = ENOTDIR;
+    for (int attempt = 0; attempt < 3 && (err == ENOTDIR || err == ELOOP); ++attempt) {
+      err = OpenDirAt(root_fd_, name_, &vol);
+      if (err == ENOENT) return Status::Ok();  // already removed
+      if (err == ENOTDIR || err == ELOOP) {
+        // Not a directory: a file or a symlink. Remove the link itself, never its target.
+        if (unlinkat(root_fd_, name_.c_str(), 0) == 0 || errno == ENOENT) return Status::Ok();
+        if (errno != EISDIR) return PosixError("remove " + where, errno);
+      }
+    }
+    if (err != 0) return PosixError("open " + where, err);
+    DirId root_id;
+    if ((err = GetDirId(root_fd_, &root_id)) != 0) return PosixError("stat " + Printable(root_path_), err);
+    if ((err = GetDirId(vol.get(), &vol_id_)) != 0) return PosixError("stat " + where, err);
+    if (!SameMount(root_id, vol_id_)) {
+      return Status::Error("remove " + where + ": it is a mount point; left alone");
+    }
+    if (!Push(name_, "", std::move(vol))) return Status::Error("remove " + where + ": " + failures_.front());
+    vol_fd_ = frames_.front().fd();
+    Walk();
+    if (failure_count_ == 0) return Status::Ok();
+    std::string message = "remove " + where + ": could not remove " + std::to_string(failure_count_) + " entr" +
+                          (failure_count_ == 1 ? "y" : "ies") + ":";
+    for (size_t i = 0; i < failures_.size(); ++i) message += (i ? ", " : " ") + failures_[i];
+    if (failure_count_ > failures_.size()) message += ", and " + std::to_string(failure_count_ - failures_.size()) + " more";
+    return Status::Error(message);
+  }
+
+ private:
+  struct DirCloser {
+    void operator()(DIR* dir) const { closedir(dir); }
+  };
+  struct Frame {
+    std::unique_ptr<DIR, DirCloser> dir;  // owns the descriptor
+    std::string name;                     // its name inside the frame below (or the root)
+    std::string display;                  // its path relative to the volume, for messages
+    std::set<std::string> skip;           // entries that failed here: not tried again
+    bool failed_below = false;            // something inside could not be removed
+    bool moved_in = false;                // entries were moved into it: scan it again
+    int passes = 0;
+    int fd() const { return dirfd(dir.get()); }
+  };
+
+  // Turns an open directory into a frame on top of the stack. Records a failure if not.
+  bool Push(const std::string& name, const std::string& display, Fd fd) {
+    DIR* dir = fdopendir(fd.get());
+    if (dir == nullptr) {
+      Fail(display.empty() ? "." : display, ErrnoText(errno));
+      return false;
+    }
+    fd.Release();
+    Frame frame;
+    frame.dir.reset(dir);
+    frame.name = name;
+    frame.display = display;
+    frames_.push_back(std::move(frame));
+    return true;
+  }
+
+  void Walk() {
+    while (!frames_.empty()) {
+      Frame& top = frames_.back();
+      errno = 0;
+      dirent* entry = readdir(top.dir.get());
+      if (entry == nullptr) {
+        if (errno != 0) FailFrame(ErrnoText(errno));
+        FinishDir();
+        continue;
+      }
+      std::string name = entry->d_name;
+      if (name == "." || name == ".." || top.skip.count(name)) continue;
+      HandleEntry(name);
+    }
+  }
+
+  // Removes one entry of the top frame, or enters it when it is a directory.
+  void HandleEntry(const std::string& name) {
+    const int parent_fd = frames_.back().fd();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      // unlinkat without AT_REMOVEDIR removes anything but a directory, as a link.
+      if (unlinkat(parent_fd, name.c_str(), 0) == 0 || errno == ENOENT) return;
+      int err = errno;
+      if (err != EISDIR && !IsDirNoFollow(parent_fd, name)) return FailEntry(name, ErrnoText(err));
+      Fd child;
+      err = OpenDirAt(parent_fd, name, &child);
+      if (err == ENOTDIR || err == ELOOP) continue;  // swapped for a non-directory: unlink that
+      if (err == ENOENT) return;
+      if (err != 0) return FailEntry(name, ErrnoText(err));
+      return EnterDir(name, std::move(child));
+    }
+    FailEntry(name, "keeps changing between a directory and a non-directory");
+  }
+
+  // `child` is the open directory `name` of the top frame: enter it, or move it up when the
+  // stack is full, or leave it alone when it is on another mount.
+  void EnterDir(const std::string& name, Fd child) {
+    DirId id;
+    if (int err = GetDirId(child.get(), &id)) return FailEntry(name, ErrnoText(err));
+    if (!SameMount(id, vol_id_)) return FailEntry(name, "mount point, left alone");
+    if ((id.mode & 0700) != 0700) fchmod(child.get(), 0700);  // mode 000 when not root; best effort
+    const int depth = static_cast<int>(frames_.size());
+    if (depth >= max_open_dirs_) {
+      if (MoveUp(name)) return;
+      if (depth >= max_open_dirs_ + kExtraDepthOnMoveFailure) {
+        return FailEntry(name, "too deep to remove, and could not be moved up");
+      }
+    }
+    const Frame& parent = frames_.back();
+    std::string display = Join(parent.display, name);
+    if (frames_.size() == 1) {
+      auto origin = origins_.find(name);
+      if (origin != origins_.end()) display = origin->second;
+    }
+    display = Printable(display);
+    if (!Push(name, display, std::move(child))) {
+      frames_.back().failed_below = true;
+      frames_.back().skip.insert(name);
+    }
+  }
+
+  // Renames `name` of the top frame into the volume directory under a fresh name.
+  bool MoveUp(const std::string& name) {
+    Frame& parent = frames_.back();
+    for (int tries = 0; tries < 100; ++tries) {
+      std::string fresh = ".hostpath-provisioner-rm-" + std::to_string(next_move_++);
+      if (renameat2(parent.fd(), name.c_str(), vol_fd_, fresh.c_str(), RENAME_NOREPLACE) == 0) {
+        origins_[fresh] = Printable(Join(parent.display, name));
+        frames_.front().moved_in = true;
+        return true;
+      }
+      if (errno != EEXIST) return false;
+    }
+    return false;
+  }
+
+  // The top frame has been read to its end: remove it, scan it again, or give up on it.
+  void FinishDir() {
+    Frame& top = frames_.back();
+    if (top.moved_in) {  // directories were moved in: they may not have been listed yet
+      top.moved_in = false;
+      rewinddir(top.dir.get());
+      return;
+    }
+    const bool is_volume = frames_.size() == 1;
+    const int parent_fd = is_volume ? root_fd_ : frames_[frames_.size() - 2].fd();
+    if (unlinkat(parent_fd, top.name.c_str(), AT_REMOVEDIR) == 0) return Pop();
+    int err = errno;
+    if ((err == ENOTEMPTY || err == EEXIST) && !top.failed_below && top.passes < kMaxPasses) {
+      ++top.passes;  // something appeared, or was moved, while we were reading
+      rewinddir(top.dir.get());
+      return;
+    }
+    if (err == ENOENT && is_volume) return Pop();  // gone from the root already
+    if (err == ENOENT || err == ENOTDIR) {
+      // Renamed away or replaced while we emptied it. The parent's own re-scan finds it if it
+      // is still inside; this is no failure by itself.
+      return Pop();
+    }
+    if ((err == ENOTEMPTY || err == EEXIST) && top.failed_below) {
+      return Pop(/*failed=*/true);  // the reason is reported for the entries inside
+    }
+    Fail(top.display.empty() ? "." : top.display,
+         err == ENOTEMPTY || err == EEXIST ? "still not empty after " + std::to_string(kMaxPasses + 1) + " passes"
+                                           : ErrnoText(err));
+    Pop(/*failed=*/true);
+  }
+
+  void Pop(bool failed = false) {
+    std::string name = frames_.back().name;
+    if (frames_.size() == 2) origins_.erase(name);
+    frames_.pop_back();
+    if (failed && !frames_.empty()) {
+      frames_.back().failed_below = true;
+      frames_.back().skip.insert(name);
+    }
+  }
+
+  void Fail(const std::string& path, const std::string& why) {
+    ++failure_count_;
+    if (failures_.size() < kReportedFailures) failures_.push_back(path + " (" + why + ")");
+  }
+  void FailEntry(const std::string& name, const std::string& why) {
+    Frame& top = frames_.back();
+    std::string path = Join(top.display, name);
+    if (frames_.size() == 1 && origins_.count(name)) path = origins_[name];
+    Fail(Printable(path), why);
+    top.failed_below = true;
+    top.skip.insert(name);
+  }
+  void FailFrame(const std::string& why) {
+    Frame& top = frames_.back();
+    Fail(top.display.empty() ? "." : top.display, why);
+    top.failed_below = true;
+  }
+
+  const int root_fd_;
+  const std::string root_path_;
+  const std::string name_;
+  const int max_open_dirs_;
+  DirId vol_id_;
+  int vol_fd_ = -1;  // owned by frames_.front()
+  std::vector<Frame> frames_;
+  std::map<std::string, std::string> origins_;  // moved-up name -> original display path
+  uint64_t next_move_ = 0;
+  std::vector<std::string> failures_;
+  size_t failure_count_ = 0;
+};
+
+}  // namespace fsops_detail
+
+// An open directory descriptor on the configured root (e.g. /var/kubernetes) under which all
+// volume directories live, one level deep. Opened once at start. Movable, not copyable.
+// All methods are const and safe to call from several threads at once, but two calls on the
+// same name at the same time race like any two processes would (the caller serialises).
+class Root {
+ public:
+  // An empty Root (fd() == -1), only useful as a target for moving into.
+  Root() = default;
+  Root(Root&& other) noexcept : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)) {}
+  Root& operator=(Root&& other) noexcept {
+    if (this != &other) {
+      Close();
+      path_ = std::move(other.path_);
+      fd_ = std::exchange(other.fd_, -1);
+    }
+    return *this;
+  }
+  Root(const Root&) = delete;
+  Root& operator=(const Root&) = delete;
+  ~Root() { Close(); }
+
+  // Opens `path` with O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC. The path must be absolute and
+  // normalised (no "//", ".", ".." or trailing "/") and not "/"; kInvalid otherwise. Refuses
+  // (kInvalid) a root that is itself a symlink, naming its target; symlinks in the path above
+  // it are followed as usual. kNotFound when it does not exist; kInvalid when not a directory.
+  static Result<Root> Open(const std::string& path) {
+    std::string normalised;
+    const std::string shown = fsops_detail::Printable(path);
+    if (!fsops_detail::NormaliseAbsolute(path, &normalised) || normalised != path) {
+      return Status::Invalid("root directory \"" + shown +
+                             "\" must be an absolute, normalised path (no \"..\", \".\", \"//\" or trailing \"/\")");
+    }
+    if (path == "/") return Status::Invalid("root directory must not be \"/\"");
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) return PosixError("root directory " + shown, errno);
+    if (S_ISLNK(st.st_mode)) return SymlinkError(path);
+    if (!S_ISDIR(st.st_mode)) return Status::Invalid("root directory " + shown + " is not a directory");
+    int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ELOOP) return SymlinkError(path);  // swapped since lstat
+    if (fd < 0) return PosixError("open root directory " + shown, errno);
+    Root root;
+    root.path_ = path;
+    root.fd_ = fd;
+    return Result<Root>(std::move(root));
+  }
+
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
+
+  // Is `name` acceptable as a single directory name inside the root? Non-empty, <= 255 bytes,
+  // not "." or "..", no '/', no NUL, no control characters (bytes < 0x20 and 0x7f). Other
+  // bytes, UTF-8 included, are accepted.
+  static bool ValidName(const std::string& name) {
+    if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
+    for (char c : name) {
+      unsigned char u = static_cast<unsigned char>(c);
+      if (c == '/' || u < 0x20 || u == 0x7f) return false;
+    }
+    return true;
+  }
+
+  // Maps an absolute path to the single child name it names directly inside this root, e.g.
+  // "/var/kubernetes/default-c-pvc-1" -> "default-c-pvc-1". Purely lexical: "//", "/./" and a
+  // trailing "/" are normalised away first; kInvalid for an empty or relative path, any ".."
+  // component, the root itself, anything outside the root (compared with a trailing "/", so
+  // "/var/kubernetesX/a" is outside), paths more than one level deep, and names failing
+  // ValidName. Does not look at the filesystem.
+  Result<std::string> ChildName(const std::string& absolute_path) const {
+    const std::string shown = "\"" + fsops_detail::Printable(absolute_path) + "\"";
+    std::string normalised;
+    if (!fsops_detail::NormaliseAbsolute(absolute_path, &normalised)) {
+      return Status::Invalid("path " + shown + " is not an absolute path without \"..\"");
+    }
+    if (normalised == path_) return Status::Invalid("path " + shown + " is the root directory itself");
+    const std::string prefix = path_ + "/";
+    if (normalised.compare(0, prefix.size(), prefix) != 0) {
+      return Status::Invalid("path " + shown + " is not inside " + path_);
+    }
+    std::string name = normalised.substr(prefix.size());
+    if (name.find('/') != std::string::npos) {
+      return Status::Invalid("path " + shown + " is more than one level below " + path_);
+    }
+    if (!ValidName(name)) return Status::Invalid("path " + shown + " does not end in a valid directory name");
+    return name;
+  }
+
+  // Creates root/name as a directory with exactly `mode` (<= 07777; the umask does not matter)
+  // and, when uid/gid are not -1, that owner/group. mkdirat is relative to fd(), and owner and
+  // mode are set through a descriptor opened with O_NOFOLLOW, so a symlink planted in the root
+  // cannot redirect any of it. Idempotent: an existing directory is fine (owner and mode are
+  // set again). An existing non-directory or symlink at `name` is kConflict and is left as it
+  // is. kInvalid for a name failing ValidName or a bad mode.
+  Status MakeDir(const std::string& name, unsigned mode, int uid = -1, int gid = -1) const {
+    if (!ValidName(name)) return Status::Invalid("invalid directory name \"" + fsops_detail::Printable(name) + "\"");
+    if (mode > 07777) return Status::Invalid("invalid directory mode " + std::to_string(mode));
+    const std::string where = fsops_detail::Printable(fsops_detail::Join(path_, name));
+    if (mkdirat(fd_, name.c_str(), 0700) != 0 && errno != EEXIST) return PosixError("mkdir " + where, errno);
+    fsops_detail::Fd dir(openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (dir.get() < 0) {
+      if (errno == ELOOP || errno == ENOTDIR) {
+        return Status(Status::kConflict, where + " exists and is not a directory (a file or symlink); left as it is");
+      }
+      return PosixError("open " + where, errno);
+    }
+    // Owner first: chown clears set-user/group-ID bits that the mode may ask for.
+    if ((uid != -1 || gid != -1) && fchown(dir.get(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0) {
+      return PosixError("chown " + where, errno);
+    }
+    if (fchmod(dir.get(), static_cast<mode_t>(mode)) != 0) return PosixError("chmod " + where, errno);
+    return Status::Ok();
+  }
+
+  // Removes root/name and everything below it, safely against a hostile tree (see
+  // fsops_detail::TreeRemover for the walk):
+  //  - never follows a symlink: a symlink (also one at `name` itself) is removed as a link,
+  //    its target untouched; hard links are unlinked, their other names untouched;
+  //  - never crosses a mount point (st_dev or mount id differs from the volume directory's):
+  //    a mount inside is left alone and reported; a volume directory that is itself a mount
+  //    point is left alone entirely;
+  //  - iterative, at most max_open_dirs directories open at once (>= 2), linear time in the
+  //    size of the tree however deep;
+  //  - copes with directories of mode 000 and read-only files, also when not root;
+  //  - survives entries being swapped for symlinks during the walk (removes the link or
+  //    reports, never descends through it).
+  // Ok when nothing is left, and when `name` does not exist (idempotent). Otherwise kError
+  // naming what could not be removed (first few paths relative to the volume directory, with
+  // the reason, and a count of the rest: immutable files, busy mounts, EPERM ...); the rest of
+  // the tree has been removed as far as possible and the caller retries later. kInvalid when
+  // `name` fails ValidName, so the root itself can never be removed.
+  Status RemoveTree(const std::string& name) const {
+    return RemoveTree(name, fsops_detail::kDefaultMaxOpenDirs);
+  }
+  Status RemoveTree(const std::string& name, int max_open_dirs) const {
+    if (!ValidName(name)) return Status::Invalid("invalid directory name \"" + fsops_detail::Printable(name) + "\"");
+    return fsops_detail::TreeRemover(fd_, path_, name, max_open_dirs).Run();
+  }
+
+  // Names of the directories directly inside the root (not symlinks to directories, not names
+  // failing ValidName), sorted. For finding orphaned volume directories at start.
+  Result<std::vector<std::string>> ListDirs() const {
+    // A descriptor of its own, so the listing has its own position.
+    fsops_detail::Fd fd(openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (fd.get() < 0) return PosixError("open " + path_, errno);
+    DIR* dir = fdopendir(fd.get());
+    if (dir == nullptr) return PosixError("list " + path_, errno);
+    fd.Release();
+    std::vector<std::string> names;
+    int err = 0;
+    for (;;) {
+      errno = 0;
+      dirent* entry = readdir(dir);
+      if (entry == nullptr) {
+        err = errno;
+        break;
+      }
+      std::string name = entry->d_name;
+      if (!ValidName(name)) continue;
+      bool is_dir = entry->d_type == DT_DIR;
+      if (entry->d_type == DT_UNKNOWN) is_dir = fsops_detail::IsDirNoFollow(dirfd(dir), name);
+      if (is_dir) names.push_back(name);
+    }
+    closedir(dir);
+    if (err != 0) return PosixError("list " + path_, err);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
+  // Free bytes (available to unprivileged users, f_bavail) and total bytes of the filesystem
+  // holding the root (fstatvfs). Leaves the outputs alone on error.
+  Status Space(uint64_t* free_bytes, uint64_t* total_bytes) const {
+    struct statvfs vfs;
+    if (fstatvfs(fd_, &vfs) != 0) return PosixError("statvfs " + path_, errno);
+    *free_bytes = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    *total_bytes = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize;
+    return Status::Ok();
+  }
+
+  // True if the root is a mount point: its device or mount id differs from its parent's (so a
+  // bind mount counts too). False when not, or when that cannot be found out. Used to warn
+  // when the data disk is not mounted.
+  bool IsMountPoint() const {
+    fsops_detail::Fd parent(openat(fd_, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    fsops_detail::DirId self, up;
+    if (parent.get() < 0 || fsops_detail::GetDirId(fd_, &self) != 0 ||
+        fsops_detail::GetDirId(parent.get(), &up) != 0) {
+      return false;
+    }
+    return !fsops_detail::SameMount(self, up);
+  }
+
+ private:
+  static Status SymlinkError(const std::string& path) {
+    char target[4096];
+    ssize_t n = readlink(path.c_str(), target, sizeof target - 1);
+    std::string shown = n >= 0 ? std::string(target, static_cast<size_t>(n)) : std::string("?");
+    return Status::Invalid("root directory " + fsops_detail::Printable(path) + " is a symlink (to " +
+                           fsops_detail::Printable(shown) + "); configure the directory it points to instead");
+  }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+  std::string path_;
+  int fd_ = -1;
+};
