@@ -176,6 +176,58 @@ inline bool IsDirNoFollow(int parent_fd, const std::string& name) {
   return fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Undoes the octal escapes (\040 for a space, ...) of a path in /proc/self/mountinfo.
+inline std::string UnescapeMountPath(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '3' &&
+        text[i + 2] >= '0' && text[i + 2] <= '7' && text[i + 3] >= '0' && text[i + 3] <= '7') {
+      out += static_cast<char>((text[i + 1] - '0') * 64 + (text[i + 2] - '0') * 8 + (text[i + 3] - '0'));
+      i += 3;
+    } else {
+      out += text[i];
+    }
+  }
+  return out;
+}
+
+// Is anything mounted below the open directory dir_fd, as this process sees the mounts
+// (/proc/self/mountinfo)? Answers true also when that cannot be found out.
+inline bool MountsBelow(int dir_fd) {
+  char buf[4096];
+  std::string link = "/proc/self/fd/" + std::to_string(dir_fd);
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf);
+  if (n <= 0 || n >= static_cast<ssize_t>(sizeof buf) || buf[0] != '/') return true;
+  const std::string prefix = std::string(buf, static_cast<size_t>(n)) + "/";
+  FILE* mountinfo = fopen("/proc/self/mountinfo", "re");
+  if (mountinfo == nullptr) return true;
+  bool found = false;
+  char* line = nullptr;
+  size_t cap = 0;
+  while (!found && getline(&line, &cap, mountinfo) > 0) {
+    // "36 35 98:0 /mnt1 /mnt/parent rw ..." : the fifth field is the mount point.
+    std::string fields(line);
+    size_t start = 0;
+    for (int field = 0; field < 4 && start != std::string::npos; ++field) {
+      start = fields.find(' ', start);
+      if (start != std::string::npos) ++start;
+    }
+    if (start == std::string::npos) continue;
+    size_t end = fields.find(' ', start);
+    std::string mount_point = UnescapeMountPath(fields.substr(start, end == std::string::npos ? end : end - start));
+    found = mount_point.compare(0, prefix.size(), prefix) == 0;
+  }
+  free(line);
+  fclose(mountinfo);
+  return found;
+}
+
+// Gives the owner rwx on an open directory that lacks it, so its entries can be listed and
+// removed when not root. Best effort: failures show up when removing.
+inline void MakeUsable(int dir_fd, const DirId& id) {
+  if ((id.mode & 0700) != 0700) fchmod(dir_fd, 0700);
+}
+
 // Directories entered at once while removing a tree, by default (see TreeRemover).
 constexpr int kDefaultMaxOpenDirs = 32;
 // Extra levels entered beyond the limit when a directory cannot be moved up (rare).
@@ -197,7 +249,10 @@ constexpr size_t kReportedFailures = 5;
 // back up with "..": a frame's parent is always the descriptor below it on the stack. Renaming
 // only moves entries within the volume being deleted (both descriptors are on the volume's
 // mount, checked), so it cannot move anything out of, or into, the volume. Names of moved
-// directories are remembered so failures are reported under their original paths.
+// directories are remembered so failures are reported under their original paths (and where
+// they are now). Moving a directory would also move any mount below it, so when anything is
+// mounted below the volume (checked once in /proc/self/mountinfo) nothing is moved: the walk
+// then goes kExtraDepthOnMoveFailure levels deeper than the limit and reports what lies below.
 //
 // A directory on another mount is never entered or moved; it is reported. Entries that cannot
 // be removed are reported (the first few by path, relative to the volume directory) and the
@@ -230,7 +285,9 @@ class TreeRemover {
     if (!SameMount(root_id, vol_id_)) {
       return Status::Error("remove " + where + ": it is a mount point; left alone");
     }
-    if (!Push(name_, "", std::move(vol))) return Status::Error("remove " + where + ": " + failures_.front());
+    MakeUsable(vol.get(), vol_id_);
+    moves_allowed_ = !MountsBelow(vol.get());
+    if (!Push(name_, "", "", std::move(vol))) return Status::Error("remove " + where + ": " + failures_.front());
     vol_fd_ = frames_.front().fd();
     Walk();
     if (failure_count_ == 0) return Status::Ok();
@@ -248,7 +305,8 @@ class TreeRemover {
   struct Frame {
     std::unique_ptr<DIR, DirCloser> dir;  // owns the descriptor
     std::string name;                     // its name inside the frame below (or the root)
-    std::string display;                  // its path relative to the volume, for messages
+    std::string display;                  // its original path relative to the volume
+    std::string actual;                   // its path relative to the volume now (moved up?)
     std::set<std::string> skip;           // entries that failed here: not tried again
     bool failed_below = false;            // something inside could not be removed
     bool moved_in = false;                // entries were moved into it: scan it again
@@ -257,10 +315,10 @@ class TreeRemover {
   };
 
   // Turns an open directory into a frame on top of the stack. Records a failure if not.
-  bool Push(const std::string& name, const std::string& display, Fd fd) {
+  bool Push(const std::string& name, const std::string& display, const std::string& actual, Fd fd) {
     DIR* dir = fdopendir(fd.get());
     if (dir == nullptr) {
-      Fail(display.empty() ? "." : display, ErrnoText(errno));
+      Fail(display, actual, ErrnoText(errno));
       return false;
     }
     fd.Release();
@@ -268,6 +326,7 @@ class TreeRemover {
     frame.dir.reset(dir);
     frame.name = name;
     frame.display = display;
+    frame.actual = actual;
     frames_.push_back(std::move(frame));
     return true;
   }
@@ -312,22 +371,22 @@ class TreeRemover {
     DirId id;
     if (int err = GetDirId(child.get(), &id)) return FailEntry(name, ErrnoText(err));
     if (!SameMount(id, vol_id_)) return FailEntry(name, "mount point, left alone");
-    if ((id.mode & 0700) != 0700) fchmod(child.get(), 0700);  // mode 000 when not root; best effort
+    MakeUsable(child.get(), id);
     const int depth = static_cast<int>(frames_.size());
     if (depth >= max_open_dirs_) {
-      if (MoveUp(name)) return;
+      if (moves_allowed_ && MoveUp(name)) return;
       if (depth >= max_open_dirs_ + kExtraDepthOnMoveFailure) {
-        return FailEntry(name, "too deep to remove, and could not be moved up");
+        return FailEntry(name, moves_allowed_ ? "too deep to remove, and could not be moved up"
+                                              : "too deep to remove while something is mounted below the volume");
       }
     }
     const Frame& parent = frames_.back();
-    std::string display = Join(parent.display, name);
+    std::string display = Printable(Join(parent.display, name));
     if (frames_.size() == 1) {
       auto origin = origins_.find(name);
       if (origin != origins_.end()) display = origin->second;
     }
-    display = Printable(display);
-    if (!Push(name, display, std::move(child))) {
+    if (!Push(name, display, Printable(Join(parent.actual, name)), std::move(child))) {
       frames_.back().failed_below = true;
       frames_.back().skip.insert(name);
     }
@@ -374,7 +433,7 @@ class TreeRemover {
     if ((err == ENOTEMPTY || err == EEXIST) && top.failed_below) {
       return Pop(/*failed=*/true);  // the reason is reported for the entries inside
     }
-    Fail(top.display.empty() ? "." : top.display,
+    Fail(top.display, top.actual,
          err == ENOTEMPTY || err == EEXIST ? "still not empty after " + std::to_string(kMaxPasses + 1) + " passes"
                                            : ErrnoText(err));
     Pop(/*failed=*/true);
@@ -390,21 +449,26 @@ class TreeRemover {
     }
   }
 
-  void Fail(const std::string& path, const std::string& why) {
+  // Records that `display` (original path relative to the volume, "" for the volume itself),
+  // now at `actual`, could not be removed, and why.
+  void Fail(const std::string& display, const std::string& actual, const std::string& why) {
     ++failure_count_;
-    if (failures_.size() < kReportedFailures) failures_.push_back(path + " (" + why + ")");
+    if (failures_.size() >= kReportedFailures) return;
+    std::string text = (display.empty() ? "." : display) + " (" + why;
+    if (actual != display) text += "; now at " + actual;
+    failures_.push_back(text + ")");
   }
   void FailEntry(const std::string& name, const std::string& why) {
     Frame& top = frames_.back();
-    std::string path = Join(top.display, name);
-    if (frames_.size() == 1 && origins_.count(name)) path = origins_[name];
-    Fail(Printable(path), why);
+    std::string display = Printable(Join(top.display, name));
+    if (frames_.size() == 1 && origins_.count(name)) display = origins_[name];
+    Fail(display, Printable(Join(top.actual, name)), why);
     top.failed_below = true;
     top.skip.insert(name);
   }
   void FailFrame(const std::string& why) {
     Frame& top = frames_.back();
-    Fail(top.display.empty() ? "." : top.display, why);
+    Fail(top.display, top.actual, why);
     top.failed_below = true;
   }
 
@@ -414,6 +478,7 @@ class TreeRemover {
   const int max_open_dirs_;
   DirId vol_id_;
   int vol_fd_ = -1;  // owned by frames_.front()
+  bool moves_allowed_ = false;
   std::vector<Frame> frames_;
   std::map<std::string, std::string> origins_;  // moved-up name -> original display path
   uint64_t next_move_ = 0;
