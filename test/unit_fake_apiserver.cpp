@@ -663,3 +663,84 @@ TEST_CASE("kubectl-style discovery lists the resources with short names") {
   CHECK(Admin(s.api, "GET", "/apis/nope/v1").code == 404);
   CHECK(Str(Admin(s.api, "GET", "/version").body, {"major"}) == "1");
 }
+
+TEST_CASE("the real manifests/rbac.yaml: the provisioner's requests pass, others are denied") {
+  std::ifstream probe("manifests/rbac.yaml");
+  REQUIRE(probe.good());  // run from the repository root, as make does
+  fake::ApiServerOptions o;
+  o.rbac_files = {"manifests/rbac.yaml"};
+  Server s(o);
+  const std::string sa = s.api.sa_token();
+  std::string ev = R"({"metadata":{"name":"e"},"involvedObject":{"kind":"PersistentVolume","name":"pv"},"reason":"R"})";
+  CHECK(Call(s.api, sa, "GET", "/api/v1/persistentvolumeclaims").code == 200);
+  CHECK(Call(s.api, sa, "POST", kPvs, Pv("a")).code == 201);
+  CHECK(Call(s.api, sa, "POST", "/api/v1/namespaces/default/events", ev).code == 201);
+  CHECK(Call(s.api, sa, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l").code == 404);
+  CHECK(Call(s.api, sa, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l").code == 403);
+  CHECK(Call(s.api, sa, "DELETE", kPvcs + "/c").code == 403);  // it never writes claims
+  CHECK(Admin(s.api, "GET", "/fake/denials").body.get<fake::JsonArray>().size() == 2);
+}
+
+TEST_CASE("watches that allow bookmarks get BOOKMARK events with the current resourceVersion") {
+  fake::ApiServerOptions o;
+  o.bookmark_seconds = 1;
+  Server s(o);
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("a")).code == 201);
+  std::string rv = Str(Admin(s.api, "GET", kPvs).body, {"metadata", "resourceVersion"});
+  auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30&allowWatchBookmarks=true&resourceVersion=" + rv, 1);
+  REQUIRE(events.size() == 1);
+  CHECK(Str(events[0], {"type"}) == "BOOKMARK");
+  CHECK(Str(events[0], {"object", "kind"}) == "PersistentVolume");
+  CHECK(Str(events[0], {"object", "metadata", "resourceVersion"}) == rv);
+}
+
+TEST_CASE("lists: limit and continue, label and field selectors, namespaces") {
+  Server s;
+  for (const char* n : {"a", "b", "c"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
+  REQUIRE(Admin(s.api, "PATCH", kPvs + "/b", R"({"metadata":{"labels":{"tier":"x"}}})", "application/merge-patch+json").code == 200);
+  auto names = [](const Json& list) {
+    std::vector<std::string> out;
+    for (const Json& i : list.get("items").get<fake::JsonArray>()) out.push_back(Str(i, {"metadata", "name"}));
+    return out;
+  };
+  Json page1 = Admin(s.api, "GET", kPvs + "?limit=2").body;
+  CHECK(names(page1) == std::vector<std::string>{"a", "b"});
+  std::string cont = Str(page1, {"metadata", "continue"});
+  REQUIRE(!cont.empty());
+  Json page2 = Admin(s.api, "GET", kPvs + "?limit=2&continue=" + cont).body;
+  CHECK(names(page2) == std::vector<std::string>{"c"});
+  CHECK(Str(page2, {"metadata", "continue"}).empty());
+  CHECK(names(Admin(s.api, "GET", kPvs + "?labelSelector=tier%3Dx").body) == std::vector<std::string>{"b"});
+  CHECK(names(Admin(s.api, "GET", kPvs + "?labelSelector=tier%21%3Dx").body) == std::vector<std::string>{"a", "c"});
+  CHECK(names(Admin(s.api, "GET", kPvs + "?fieldSelector=metadata.name%3Dc").body) == std::vector<std::string>{"c"});
+
+  REQUIRE(Admin(s.api, "POST", kPvcs, Pvc("x", "")).code == 201);
+  REQUIRE(Admin(s.api, "POST", "/api/v1/namespaces/other/persistentvolumeclaims", Pvc("y", "")).code == 201);
+  CHECK(names(Admin(s.api, "GET", kPvcs).body) == std::vector<std::string>{"x"});
+  CHECK(names(Admin(s.api, "GET", "/api/v1/persistentvolumeclaims").body) == std::vector<std::string>{"x", "y"});
+  CHECK(Admin(s.api, "POST", kPvcs, R"({"metadata":{"name":"z","namespace":"other"},)" + Pvc("z", "").substr(Pvc("z", "").find("\"spec\""))).code == 400);
+}
+
+TEST_CASE("status is written only through /status; PUT of a missing lease creates it") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvcs, Pvc("c", "")).code == 201);
+  Json claim = Admin(s.api, "GET", kPvcs + "/c").body;
+  fake::Obj(claim, {"status"})["phase"] = Json("Lost");
+  fake::Obj(claim, {"metadata", "labels"})["l"] = Json("1");
+  Reply main = Admin(s.api, "PUT", kPvcs + "/c", claim.serialize());
+  REQUIRE(main.code == 200);
+  CHECK(Str(main.body, {"status", "phase"}) == "Pending");  // ignored on the main resource
+  CHECK(Str(main.body, {"metadata", "labels", "l"}) == "1");
+  fake::Meta(claim)["resourceVersion"] = Json(Str(main.body, {"metadata", "resourceVersion"}));
+  fake::Obj(claim, {"metadata", "labels"})["l"] = Json("2");
+  Reply status = Admin(s.api, "PUT", kPvcs + "/c/status", claim.serialize());
+  REQUIRE(status.code == 200);
+  CHECK(Str(status.body, {"status", "phase"}) == "Lost");
+  CHECK(Str(status.body, {"metadata", "labels", "l"}) == "1");  // only status changes there
+
+  std::string lease = R"({"metadata":{"name":"l"},"spec":{"holderIdentity":"me"}})";
+  Reply created = Admin(s.api, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l", lease);
+  CHECK(created.code == 201);
+  CHECK(Str(created.body, {"metadata", "namespace"}) == "kube-system");
+  CHECK(Admin(s.api, "PUT", kPvs + "/absent", Pv("absent")).code == 404);  // PVs are not created by PUT
+}
