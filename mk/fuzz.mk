@@ -1,0 +1,99 @@
+# Fuzzing and sanitizer builds, with Debian's clang (installed when missing).
+#   make fuzz [FUZZ_SECONDS=20]  builds each test/fuzz_NAME.cpp as a libFuzzer target with
+#                                ASan + UBSan into build/fuzz/, runs each for FUZZ_SECONDS on the
+#                                seeds in test/fuzz_corpus/NAME/ (new inputs go to
+#                                build/fuzz/corpus/NAME/), and fails on any crash, leak, timeout,
+#                                out-of-memory or broken property (the input is saved in
+#                                build/fuzz/artifacts/).
+#   make sanitize                every unit test, the e2e tests, the provisioner and the fake API
+#                                server built with ASan + UBSan into build/asan/ and run; any
+#                                sanitizer report (also from the child processes) fails it.
+CLANGXX       ?= clang++
+CLANG_PKGS    := clang libclang-rt-14-dev
+SAN_FLAGS     := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+
+FUZZ_SECONDS  ?= 20
+FUZZ_MAX_LEN  ?= 4096
+FUZZ_RSS_MB   ?= 2048
+FUZZ_TIMEOUT  ?= 10
+FUZZ_DIR      := $(BUILD)/fuzz
+FUZZ_NAMES    := $(patsubst test/fuzz_%.cpp,%,$(wildcard test/fuzz_*.cpp))
+FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
+FUZZ_FLAGS    := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+
+ASAN_DIR      := $(BUILD)/asan
+ASAN_UNIT     := $(UNIT_SRCS:test/%.cpp=$(ASAN_DIR)/test/%)
+ASAN_E2E      := $(E2E_SRCS:test/%.cpp=$(ASAN_DIR)/test/%)
+ASAN_PROV     := $(ASAN_DIR)/hostpath-provisioner
+ASAN_FAKE     := $(ASAN_DIR)/fake-apiserver
+
+.PHONY: clang-deps fuzz sanitize
+
+clang-deps:
+	@missing=""; \
+	for p in $(CLANG_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "clang-deps: installing$$missing" >&2; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+# --- fuzzing -----------------------------------------------------------------------------
+$(FUZZ_DIR)/fuzz_%: test/fuzz_%.cpp $(HEADERS) $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(FUZZ_FLAGS) $< -o $@ $(LIBS)
+
+# One target after the other (the machine has 2 cores); a summary line per target at the end.
+fuzz: $(FUZZ_BINS)
+	@mkdir -p $(FUZZ_DIR)/artifacts; failed=""; summary=""; \
+	for name in $(FUZZ_NAMES); do \
+	  work=$(FUZZ_DIR)/corpus/$$name; log=$(FUZZ_DIR)/fuzz_$$name.log; mkdir -p $$work; \
+	  echo "=== fuzz_$$name: $(FUZZ_SECONDS)s, max_len $(FUZZ_MAX_LEN), rss limit $(FUZZ_RSS_MB) MB, timeout $(FUZZ_TIMEOUT)s"; \
+	  if $(FUZZ_DIR)/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) \
+	       -rss_limit_mb=$(FUZZ_RSS_MB) -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 \
+	       -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- $$work test/fuzz_corpus/$$name \
+	       </dev/null >$$log 2>&1; then result=ok; \
+	  else result=FAILED; failed="$$failed fuzz_$$name"; tail -n 60 $$log; fi; \
+	  runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log); \
+	  speed=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $$log); \
+	  rss=$$(sed -n 's/^stat::peak_rss_mb: *//p' $$log); \
+	  line="fuzz_$$name: $$result, $${runs:-?} runs, $${speed:-?} exec/s, peak rss $${rss:-?} MB, corpus $$(ls $$work | wc -l) files"; \
+	  echo "$$line"; summary="$$summary$$line\n"; \
+	done; \
+	printf "=== fuzz summary\n$$summary"; \
+	if [ -n "$$failed" ]; then echo "fuzz: failing:$$failed (logs in $(FUZZ_DIR)/, inputs in $(FUZZ_DIR)/artifacts/)"; exit 1; fi
+
+# --- sanitizers --------------------------------------------------------------------------
+# OpenSSL is linked dynamically here: only the shipped binary needs to be static.
+$(ASAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) -c $< -o $@
+
+$(ASAN_DIR)/test/%: test/%.cpp $(ASAN_DIR)/test/catch_main.o $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< $(ASAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+
+$(ASAN_FAKE): test/fake_apiserver_main.cpp $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
+
+$(ASAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
+
+# Sanitizer reports go to files (log_path), so that those of the provisioner and the fake,
+# which run as child processes of the e2e tests, are not lost in their logs.
+sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
+	@rm -rf $(ASAN_DIR)/reports; mkdir -p $(ASAN_DIR)/reports; \
+	reports=$$(realpath $(ASAN_DIR)/reports); \
+	ASAN_OPTIONS=log_path=$$reports/asan:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+	UBSAN_OPTIONS=log_path=$$reports/ubsan:print_stacktrace=1 \
+	PROVISIONER=$(ASAN_PROV) FAKE_APISERVER=$(ASAN_FAKE) \
+	  bash test/run.sh $(ASAN_UNIT) $(ASAN_E2E); rc=$$?; \
+	if [ -n "$$(ls $$reports)" ]; then \
+	  for f in $$reports/*; do echo "=== sanitizer report $$f"; cat $$f; done; \
+	  echo "sanitize: $$(ls $$reports | wc -l) sanitizer report(s) in $(ASAN_DIR)/reports/"; exit 1; \
+	fi; \
+	[ $$rc -eq 0 ] && echo "sanitize: no sanitizer reports"; exit $$rc
