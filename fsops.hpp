@@ -156,15 +156,22 @@ inline bool SameMount(const DirId& a, const DirId& b) {
 }
 
 // Opens the directory `name` inside parent_fd without following a symlink. When permission
-// is denied (not root, mode 000) it makes the directory 0700 first, again without following a
-// symlink (glibc's fchmodat(AT_SYMLINK_NOFOLLOW) refuses symlinks), and retries once.
+// is denied (not root, mode 000) and the directory is on the mount `mount`, it makes the
+// directory 0700 and opens it again. That goes through an O_PATH descriptor of the very
+// directory (O_NOFOLLOW: never a symlink's target; the mount checked: never the root of a
+// filesystem mounted there) and /proc/self/fd, as glibc's fchmodat(AT_SYMLINK_NOFOLLOW) does.
 // Returns 0 or an errno value; ELOOP or ENOTDIR mean `name` is not a directory (any more).
-inline int OpenDirAt(int parent_fd, const std::string& name, Fd* out) {
+inline int OpenDirAt(int parent_fd, const std::string& name, const DirId& mount, Fd* out) {
   const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   int fd = openat(parent_fd, name.c_str(), flags);
   if (fd < 0 && errno == EACCES) {
-    if (fchmodat(parent_fd, name.c_str(), 0700, AT_SYMLINK_NOFOLLOW) != 0) return EACCES;
-    fd = openat(parent_fd, name.c_str(), flags);
+    Fd path(openat(parent_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (path.get() < 0) return errno;
+    DirId id;
+    if (GetDirId(path.get(), &id) != 0 || !SameMount(id, mount)) return EACCES;
+    std::string proc = "/proc/self/fd/" + std::to_string(path.get());
+    if (chmod(proc.c_str(), 0700) != 0) return EACCES;
+    fd = openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   }
   if (fd < 0) return errno;
   *out = Fd(fd);
@@ -267,10 +274,13 @@ class TreeRemover {
 
   Status Run() {
     const std::string where = Printable(Join(root_path_, name_));
+    DirId root_id;
+    int err = GetDirId(root_fd_, &root_id);
+    if (err != 0) return PosixError("stat " + Printable(root_path_), err);
     Fd vol;
-    int err = ENOTDIR;
+    err = ENOTDIR;
     for (int attempt = 0; attempt < 3 && (err == ENOTDIR || err == ELOOP); ++attempt) {
-      err = OpenDirAt(root_fd_, name_, &vol);
+      err = OpenDirAt(root_fd_, name_, root_id, &vol);
       if (err == ENOENT) return Status::Ok();  // already removed
       if (err == ENOTDIR || err == ELOOP) {
         // Not a directory: a file or a symlink. Remove the link itself, never its target.
@@ -279,8 +289,6 @@ class TreeRemover {
       }
     }
     if (err != 0) return PosixError("open " + where, err);
-    DirId root_id;
-    if ((err = GetDirId(root_fd_, &root_id)) != 0) return PosixError("stat " + Printable(root_path_), err);
     if ((err = GetDirId(vol.get(), &vol_id_)) != 0) return PosixError("stat " + where, err);
     if (!SameMount(root_id, vol_id_)) {
       return Status::Error("remove " + where + ": it is a mount point; left alone");
@@ -356,7 +364,7 @@ class TreeRemover {
       int err = errno;
       if (err != EISDIR && !IsDirNoFollow(parent_fd, name)) return FailEntry(name, ErrnoText(err));
       Fd child;
-      err = OpenDirAt(parent_fd, name, &child);
+      err = OpenDirAt(parent_fd, name, vol_id_, &child);
       if (err == ENOTDIR || err == ELOOP) continue;  // swapped for a non-directory: unlink that
       if (err == ENOENT) return;
       if (err != 0) return FailEntry(name, ErrnoText(err));
@@ -424,10 +432,10 @@ class TreeRemover {
       rewinddir(top.dir.get());
       return;
     }
-    if (err == ENOENT && is_volume) return Pop();  // gone from the root already
-    if (err == ENOENT || err == ENOTDIR) {
-      // Renamed away or replaced while we emptied it. The parent's own re-scan finds it if it
-      // is still inside; this is no failure by itself.
+    if (err == ENOENT) return Pop();  // gone already, or renamed away (see below)
+    if (err == ENOTDIR && !is_volume) {
+      // Renamed away and replaced by a non-directory while we emptied it. The parent's own
+      // re-scan finds both if they are still inside; this is no failure by itself.
       return Pop();
     }
     if ((err == ENOTEMPTY || err == EEXIST) && top.failed_below) {
