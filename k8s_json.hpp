@@ -567,7 +567,7 @@ inline std::string StatusMessage(int http_code, const std::string& body) {
         (!message.empty() || (kind == "Status" && !reason.empty()))) {
       const std::string text = message.empty() ? reason : message;
       const std::string tail = message.empty() || reason.empty() ? code : reason + ", " + code;
-      return OneLine(CutUtf8(text, 1000)) + " (" + tail + ")";
+      return OneLine(CutUtf8(text, 1000) + " (" + CutUtf8(tail, 200) + ")");
     }
   }
   if (body.empty()) return "empty response (" + code + ")";

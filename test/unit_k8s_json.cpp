@@ -491,6 +491,8 @@ TEST_CASE("StatusMessage: Status bodies and anything else, as one line", "[k8s_j
       {"no reason", 500, R"({"kind":"Status","message":"etcd is down"})", "etcd is down (500)"},
       {"reason only", 404, R"({"kind":"Status","reason":"NotFound"})", "NotFound (404)"},
       {"message on two lines", 422, R"({"kind":"Status","message":"a\nb","reason":"Invalid"})", "a b (Invalid, 422)"},
+      {"control characters in reason", 409, "{\"kind\":\"Status\",\"message\":\"m\",\"reason\":\"A\x7f\\tB\"}",
+       "m (A  B, 409)"},
       {"empty Status", 500, R"({"kind":"Status"})", R"({"kind":"Status"} (500))"},
       {"other JSON", 502, R"({"error":"bad gateway"})", R"({"error":"bad gateway"} (502))"},
       {"message of wrong type", 500, R"({"kind":"Status","message":5})", R"({"kind":"Status","message":5} (500))"},
