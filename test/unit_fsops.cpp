@@ -190,6 +190,25 @@ TEST_CASE("ValidName accepts single names and rejects everything else", "[fsops]
   }
 }
 
+TEST_CASE("Printable makes paths safe for one log line", "[fsops][name]") {
+  struct Row {
+    const char* what;
+    std::string in, out;
+  };
+  const std::string long_path = std::string(300, 'a') + std::string(300, 'b');
+  const Row rows[] = {
+      {"plain", "a/b", "a/b"},
+      {"newline and escape", "a\nb\x1b[31m", "a?b?[31m"},
+      {"DEL", "a\x7f", "a?"},
+      {"utf-8 kept", "caf\xc3\xa9", "caf\xc3\xa9"},
+      {"long: head and tail", long_path, std::string(200, 'a') + "..." + std::string(200, 'b')},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    CHECK(fsops_detail::Printable(row.in) == row.out);
+  }
+}
+
 TEST_CASE("ChildName maps a path one level below the root, lexically", "[fsops][name]") {
   Sandbox box;
   const std::string r = box.root_path();
@@ -477,9 +496,9 @@ TEST_CASE("RemoveTree on a symlink or file at the name removes only that link", 
 // --- RemoveTree: depth, modes, mounts, immutable files ------------------------------------
 
 // Makes `depth` directories nested as root/<name>/d/d/d... with a file at the bottom.
-void MakeNested(const Sandbox& box, const std::string& name, int depth) {
-  REQUIRE(box.root().MakeDir(name, 0755).ok());
-  int fd = openat(box.root().fd(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+void MakeNested(const Root& root, const std::string& name, int depth) {
+  REQUIRE(root.MakeDir(name, 0755).ok());
+  int fd = openat(root.fd(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   REQUIRE(fd >= 0);
   for (int i = 1; i < depth; ++i) {
     REQUIRE(mkdirat(fd, "d", 0755) == 0);
@@ -512,21 +531,10 @@ TEST_CASE("RemoveTree removes 100000 nested directories with few descriptors", "
   Result<Root> root = Root::Open(box.root_path());
   REQUIRE(root.ok());
   const int depth = 100000;
-  // Open descriptors before, for the limit check below.
   rlimit old_limit;
   REQUIRE(getrlimit(RLIMIT_NOFILE, &old_limit) == 0);
   auto t0 = std::chrono::steady_clock::now();
-  REQUIRE(root->MakeDir("v", 0755).ok());
-  int fd = openat(root->fd(), "v", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  REQUIRE(fd >= 0);
-  for (int i = 1; i < depth; ++i) {
-    REQUIRE(mkdirat(fd, "d", 0755) == 0);
-    int next = openat(fd, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    REQUIRE(next >= 0);
-    close(fd);
-    fd = next;
-  }
-  close(fd);
+  MakeNested(*root, "v", depth);
   // Few descriptors: the removal must work with room for only 64 more open files.
   int lowest_free = dup(0);
   REQUIRE(lowest_free >= 0);
@@ -552,7 +560,7 @@ TEST_CASE("RemoveTree handles deep trees at any limit of open directories", "[fs
   for (int limit : {2, 3, 5}) {
     Sandbox box;
     INFO("max_open_dirs " << limit);
-    MakeNested(box, "v", 40);
+    MakeNested(box.root(), "v", 40);
     std::string path = box.in_root("v");
     for (int i = 0; i < 12; ++i, path += "/d") {
       MkDir(path + "/side");
@@ -682,7 +690,7 @@ TEST_CASE("RemoveTree moves nothing while something is mounted below the volume"
   // kExtraDepthOnMoveFailure levels past the limit instead and reports what lies deeper.
   Sandbox box;
   const int limit = 2;
-  MakeNested(box, "v", limit + fsops_detail::kExtraDepthOnMoveFailure + 10);
+  MakeNested(box.root(), "v", limit + fsops_detail::kExtraDepthOnMoveFailure + 10);
   MkDir(box.in_root("v/m nt"));  // mountinfo escapes the space as \040
   if (!box.Mount("none", box.in_root("v/m nt"), "tmpfs", 0)) return;
   WriteFile(box.in_root("v/m nt/data"), "on tmpfs");
@@ -849,6 +857,45 @@ TEST_CASE("RemoveTree never descends through a directory swapped for a symlink",
             << removals_ok << " removals finished in one call\n";
   CHECK(exchanges > 0);
   CHECK(SentinelFiles(sentinel) == 10);
+}
+
+TEST_CASE("RemoveTree survives the volume directory itself being swapped for a symlink", "[fsops][rm][toctou]") {
+  // Only a process with access to the root could do this; it must still never reach the
+  // sentinel, and the link must be removed as a link when it is found at the name.
+  Sandbox box;
+  const std::string sentinel = box.outside() + "/sentinel";
+  MakeSentinel(sentinel);
+  long exchanges = 0;
+  for (int round = 0; round < 40; ++round) {
+    REQUIRE(box.root().MakeDir("v", 0777).ok());
+    for (int i = 0; i < 20; ++i) {
+      MkDir(box.in_root("v/d" + std::to_string(i)));
+      WriteFile(box.in_root("v/d" + std::to_string(i) + "/f"), "x");
+    }
+    Symlink(sentinel, box.in_root("v-link"));
+    std::atomic<bool> stop{false};
+    std::atomic<long> swapped{0};
+    std::thread attacker([&] {
+      while (!stop.load()) {
+        if (renameat2(AT_FDCWD, box.in_root("v").c_str(), AT_FDCWD, box.in_root("v-link").c_str(),
+                      RENAME_EXCHANGE) == 0) {
+          ++swapped;
+        }
+      }
+    });
+    Status first = box.root().RemoveTree("v");
+    Status second = box.root().RemoveTree("v-link");
+    stop = true;
+    attacker.join();
+    exchanges += swapped.load();
+    INFO("round " << round << ": " << first.message() << " / " << second.message());
+    REQUIRE(SentinelFiles(sentinel) == 10);
+    REQUIRE(box.root().RemoveTree("v").ok());
+    REQUIRE(box.root().RemoveTree("v-link").ok());
+    REQUIRE(box.root().ListDirs()->empty());
+  }
+  std::cout << "[fsops] volume swap race: " << exchanges << " exchanges\n";
+  CHECK(exchanges > 0);
 }
 
 // --- listing, space, mount point ----------------------------------------------------------
