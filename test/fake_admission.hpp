@@ -170,6 +170,37 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
   return errs;
 }
 
+// ValidatePersistentVolumeClaimUpdate / ValidatePersistentVolumeUpdate, reduced: a claim's spec is
+// immutable except resources, a first volumeName and a first storageClassName; a volume's
+// source is immutable. Empty when the update is allowed.
+inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json& old_obj, const Json& new_obj) {
+  std::vector<FieldError> errs;
+  Json a = Path(old_obj, {"spec"}) ? *Path(old_obj, {"spec"}) : Json(JsonObject());
+  Json b = Path(new_obj, {"spec"}) ? *Path(new_obj, {"spec"}) : Json(JsonObject());
+  if (!a.is<JsonObject>() || !b.is<JsonObject>()) return errs;
+  auto& ao = a.get<JsonObject>();
+  auto& bo = b.get<JsonObject>();
+  if (t.plural == "persistentvolumeclaims") {
+    for (const char* k : {"resources", "volumeAttributesClassName"}) ao.erase(k), bo.erase(k);
+    if (Str(a, {"volumeName"}).empty()) ao.erase("volumeName"), bo.erase("volumeName");
+    if (Member(a, "storageClassName") == nullptr) bo.erase("storageClassName");
+    if (!(a == b))
+      errs.push_back(Forbidden("spec", "spec is immutable after creation except resources.requests and "
+                                       "volumeAttributesClassName for bound claims"));
+  } else if (t.plural == "persistentvolumes") {
+    static const char* kSources[] = {"hostPath", "local", "nfs", "csi", "iscsi", "fc", "rbd", "cephfs"};
+    for (const char* k : kSources) {
+      const Json* x = Member(a, k);
+      const Json* y = Member(b, k);
+      if ((x == nullptr) != (y == nullptr) || (x != nullptr && !(*x == *y))) {
+        errs.push_back(Forbidden("spec.persistentvolumesource", "spec.persistentvolumesource is immutable after creation"));
+        break;
+      }
+    }
+  }
+  return errs;
+}
+
 // The defaults the real API server fills in (SetDefaults_* for the fields our clients see).
 inline void ApplyDefaults(const ResourceType& t, Json& obj) {
   auto set_if_missing = [](JsonObject& o, const char* key, const char* value) {

@@ -837,6 +837,7 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
     }
     ApplyDefaults(t, next);
     auto errs = Validate(t, next);
+    for (auto& e : ValidateUpdate(t, cur, next)) errs.push_back(e);
     if (IsDeleting(cur)) {
       auto old_fin = StringList(cur, {"metadata", "finalizers"});
       std::vector<std::string> added;

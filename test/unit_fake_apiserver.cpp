@@ -246,6 +246,16 @@ TEST_CASE("update needs the current resourceVersion") {
         "Operation cannot be fulfilled on persistentvolumes \"a\": the object has been modified; please apply your "
         "changes to the latest version and try again");
 
+  Reply moved = Admin(s.api, "PATCH", kPvs + "/a", R"({"spec":{"hostPath":{"path":"/elsewhere"}}})", "application/merge-patch+json");
+  CHECK(moved.code == 422);  // the volume source is immutable
+  REQUIRE(Admin(s.api, "POST", kPvcs, Pvc("c", "")).code == 201);  // class "": volume "a" does not match it
+  Reply grown = Admin(s.api, "PATCH", kPvcs + "/c", R"({"spec":{"accessModes":["ReadWriteMany"]}})", "application/merge-patch+json");
+  CHECK(grown.code == 422);  // so is a claim's spec, but for resources and a first volumeName
+  Reply first_name = Admin(s.api, "PATCH", kPvcs + "/c", R"({"spec":{"volumeName":"v"}})", "application/merge-patch+json");
+  INFO(first_name.body.serialize());
+  CHECK(first_name.code == 200);
+  CHECK(Admin(s.api, "PATCH", kPvcs + "/c", R"({"spec":{"volumeName":"w"}})", "application/merge-patch+json").code == 422);
+
   CHECK(Admin(s.api, "PUT", kPvs + "/missing", Pv("missing")).code == 404);
   CHECK(Admin(s.api, "PUT", kPvs + "/a", Pv("b")).code == 400);  // name differs from the URL
 }
