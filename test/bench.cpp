@@ -1,0 +1,1196 @@
+// make bench: how fast and how frugal the provisioner is, against the fake API server on
+// loopback (GitHub issue "Performance").
+//
+// For bursts of N = 100 and N = 1000 claims created at once, then deleted at once, it measures
+//  - the time from the first claim's create until all are Bound (until every PV and directory
+//    is gone, for deletions), for the provisioner and for a baseline client (below), in the
+//    same run, and their ratio;
+//  - per-claim latency, claim create -> PV create, from the fake's request log timestamps;
+//  - API requests of the provisioner's service account per volume, by verb and resource;
+//  - the provisioner's CPU seconds per 1000 volumes, and its peak memory during the burst;
+//  - the fake API server's own CPU seconds, to tell whether it was the bottleneck.
+// It also measures the provisioner's memory and CPU at idle (ticks, wake-ups), the stripped
+// binary's size, and start-up (exec -> /readyz 200, then memory) with 10 000 bound claims and
+// PVs already in the API server.
+//
+// The baseline client does only the irreducible work of a provisioner: for each claim, as the
+// claim's create returns (that is how it learns the uid), one mkdir and one PV create over one
+// keep-alive HTTPS connection with the service account's token; for a deletion, one rmdir and
+// one PV delete. No watches, no cache, no events, no finalizer.
+//
+// A benchmark, not a test: no timing is asserted. Exit 0 unless something broke (a process
+// that does not start, a burst that does not complete within 120 s); then exit 1.
+// Output: a table on stdout and build/bench.json. Work files and logs: build/bench-run/, replaced
+// on each run. Binaries: FAKE_APISERVER, PROVISIONER as in test/harness.hpp.
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test/harness.hpp"
+
+namespace {
+
+using harness::Reply;
+
+constexpr const char* kNs = "default";
+constexpr const char* kSaUser = "system:serviceaccount:kube-system:hostpath-provisioner";
+constexpr const char* kProvisionerName = "hostpath-provisioner.io/hostpath";
+constexpr int kClientThreads = 4;                           // threads that create or delete a burst's claims
+constexpr auto kBurstLimit = std::chrono::seconds(120);     // a burst not done by then is a failure
+constexpr auto kIdleWindow = std::chrono::seconds(10);      // idle CPU and wake-ups are counted over this
+constexpr int kStartupPairs = 10000;                        // bound claims and PVs present at start-up
+
+struct Failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void SleepMs(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+// ---------------------------------------------------------------------------------------------
+// /proc figures of a process.
+
+// utime + stime of the process (all its threads, also exited ones), in clock ticks; -1 if gone.
+long CpuTicks(pid_t pid) {
+  std::string s = harness::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = s.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream in(s.substr(close + 1));
+  std::vector<std::string> f;
+  for (std::string w; in >> w;) f.push_back(w);
+  if (f.size() < 13) return -1;  // f[0] is field 3 (state); utime is field 14, stime field 15
+  return std::stol(f[11]) + std::stol(f[12]);
+}
+
+double TicksToSeconds(long ticks) { return static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK)); }
+
+// The number in a "Name:  value" line of a /proc status file; -1 if there is none.
+long StatusField(const std::string& text, const std::string& name) {
+  size_t at = text.find("\n" + name + ":");
+  if (at == std::string::npos) return -1;
+  return std::atol(text.c_str() + at + name.size() + 2);
+}
+
+struct Memory {
+  long rss_kib = -1;   // VmRSS
+  long anon_kib = -1;  // RssAnon: private memory (heap, stacks), what more objects cost
+  long hwm_kib = -1;   // VmHWM: peak VmRSS since start
+  long file_kib = -1;  // RssFile: pages of the binary in memory (shared with the page cache)
+};
+
+Memory ReadMemory(pid_t pid) {
+  std::string s = harness::ReadFile("/proc/" + std::to_string(pid) + "/status");
+  return {StatusField(s, "VmRSS"), StatusField(s, "RssAnon"), StatusField(s, "VmHWM"), StatusField(s, "RssFile")};
+}
+
+// Busy ticks of the whole machine (all CPUs; total minus idle and iowait), from /proc/stat.
+long MachineBusyTicks() {
+  std::istringstream in(harness::ReadFile("/proc/stat"));
+  std::string cpu;
+  long v[8] = {};
+  in >> cpu;
+  for (long& x : v) in >> x;
+  long total = 0;
+  for (long x : v) total += x;
+  return total - v[3] - v[4];
+}
+
+// The 1-minute load average (other work on the machine disturbs the timings).
+double LoadAverage() { return std::atof(harness::ReadFile("/proc/loadavg").c_str()); }
+
+// Voluntary + involuntary context switches, summed over the process's live threads.
+long WakeUps(pid_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  long sum = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    std::string s = harness::ReadFile(dir + "/" + e->d_name + "/status");
+    sum += std::max(0L, StatusField(s, "voluntary_ctxt_switches")) +
+           std::max(0L, StatusField(s, "nonvoluntary_ctxt_switches"));
+  }
+  ::closedir(d);
+  return sum;
+}
+
+double SelfCpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Entries in a directory, "." and ".." not counted; -1 if it cannot be read.
+long CountEntries(const std::string& path) {
+  DIR* d = ::opendir(path.c_str());
+  if (d == nullptr) return -1;
+  long n = 0;
+  while (dirent* e = ::readdir(d))
+    if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") ++n;
+  ::closedir(d);
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Talking to the fake.
+
+// One keep-alive HTTPS connection with a bearer token. Not thread-safe: one per thread.
+class Api {
+ public:
+  Api(int port, const std::string& ca_file, std::string token) : cli_("127.0.0.1", port), token_(std::move(token)) {
+    cli_.set_ca_cert_path(ca_file.c_str());
+    cli_.enable_server_certificate_verification(true);
+    cli_.set_keep_alive(true);
+    cli_.set_tcp_nodelay(true);  // httplib writes headers and body separately: no Nagle stall
+    cli_.set_read_timeout(std::chrono::seconds(60));
+  }
+
+  // Sends one request; code 0 and the transport error in body if it failed. The body is
+  // parsed as JSON only when `parse` is set.
+  Reply Call(const std::string& method, const std::string& path, const std::string& body = "", bool parse = true) {
+    httplib::Headers h = {{"Authorization", "Bearer " + token_}};
+    httplib::Result r{nullptr, httplib::Error::Unknown};
+    if (method == "GET") r = cli_.Get(path.c_str(), h);
+    if (method == "POST") r = cli_.Post(path.c_str(), h, body, "application/json");
+    if (method == "DELETE") r = cli_.Delete(path.c_str(), h, body, "application/json");
+    Reply out;
+    if (!r) {
+      out.body = httplib::to_string(r.error());
+      return out;
+    }
+    out.code = r->status;
+    out.body = std::move(r->body);
+    if (parse) picojson::parse(out.json, out.body);
+    return out;
+  }
+
+ private:
+  httplib::SSLClient cli_;
+  std::string token_;
+};
+
+// The fake API server as a process, with RBAC from manifests/rbac.yaml.
+class Fake {
+ public:
+  explicit Fake(const std::string& dir) : dir_(dir) {
+    std::vector<std::string> argv = {harness::Env("FAKE_APISERVER", "build/fake-apiserver"), "--dir", dir, "--rbac",
+                                     harness::Env("RBAC_YAML", "manifests/rbac.yaml")};
+    proc_ = std::make_unique<harness::Process>(argv, std::map<std::string, std::string>{}, dir + ".log");
+    if (!harness::Eventually([&] { return harness::Exists(dir + "/port"); }, std::chrono::seconds(20)))
+      throw Failure("fake-apiserver did not start: " + proc_->Log());
+    port_ = std::stoi(harness::ReadFile(dir + "/port"));
+    Result<ApiCredentials> admin = LoadKubeconfig(dir + "/admin.kubeconfig", false);
+    if (!admin.ok()) throw Failure(admin.status().message());
+    admin_token_ = admin->token;
+    sa_token_ = harness::ReadFile(dir + "/serviceaccount/token");
+    while (!sa_token_.empty() && std::isspace(static_cast<unsigned char>(sa_token_.back()))) sa_token_.pop_back();
+  }
+
+  std::unique_ptr<Api> Admin() const { return std::make_unique<Api>(port_, dir_ + "/ca.crt", admin_token_); }
+  std::unique_ptr<Api> ServiceAccount() const { return std::make_unique<Api>(port_, dir_ + "/ca.crt", sa_token_); }
+  const std::string& dir() const { return dir_; }
+  int port() const { return port_; }
+  pid_t pid() const { return proc_->pid(); }
+  std::string admin_token() const { return admin_token_; }
+
+  // Creates every object of a YAML file (the StorageClass).
+  void CreateYaml(const std::string& path) {
+    Result<std::vector<picojson::value>> docs = ParseYamlDocuments(harness::ReadFile(path));
+    if (!docs.ok()) throw Failure(path + ": " + docs.status().message());
+    auto admin = Admin();
+    for (const auto& d : *docs) {
+      Reply r = admin->Call("POST", harness::FakeApi::CollectionOf(d), d.serialize());
+      if (r.code != 201) throw Failure("creating " + path + ": " + std::to_string(r.code) + " " + r.body);
+    }
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<harness::Process> proc_;
+  int port_ = 0;
+  std::string admin_token_, sa_token_;
+};
+
+// A watch on its own connection and thread: calls on_event(type, object) for every event
+// until destroyed.
+class Watch {
+ public:
+  using Handler = std::function<void(const std::string& type, const picojson::value& object)>;
+
+  Watch(const Fake& fake, const std::string& path, Handler on_event)
+      : cli_("127.0.0.1", fake.port()), path_(path), on_event_(std::move(on_event)) {
+    cli_.set_ca_cert_path((fake.dir() + "/ca.crt").c_str());
+    cli_.enable_server_certificate_verification(true);
+    cli_.set_read_timeout(std::chrono::seconds(600));
+    token_ = fake.admin_token();
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Watch() {
+    stop_ = true;
+    while (!done_) {  // a stop() before the request started would be missed: repeat until done
+      cli_.stop();
+      SleepMs(10);
+    }
+    thread_.join();
+  }
+
+ private:
+  void Run() {
+    std::string buf;
+    httplib::Headers h = {{"Authorization", "Bearer " + token_}};
+    cli_.Get(path_.c_str(), h, [&](const char* data, size_t n) {
+      buf.append(data, n);
+      for (size_t nl; (nl = buf.find('\n')) != std::string::npos; buf.erase(0, nl + 1)) {
+        picojson::value ev;
+        std::string err;
+        picojson::parse(ev, buf.cbegin(), buf.cbegin() + static_cast<long>(nl), &err);
+        if (!err.empty() || !ev.is<picojson::object>()) continue;
+        if (ev.get("type").is<std::string>() && ev.get("object").is<picojson::object>())
+          on_event_(ev.get("type").get<std::string>(), ev.get("object"));
+      }
+      return !stop_;
+    });
+    done_ = true;
+  }
+
+  httplib::SSLClient cli_;
+  std::string path_, token_;
+  Handler on_event_;
+  std::atomic<bool> stop_{false}, done_{false};
+  std::thread thread_;
+};
+
+std::string Str(const picojson::value& v, std::initializer_list<const char*> path) {
+  const picojson::value* cur = &v;
+  for (const char* k : path) {
+    if (!cur->is<picojson::object>()) return "";
+    const auto& o = cur->get<picojson::object>();
+    auto it = o.find(k);
+    if (it == o.end()) return "";
+    cur = &it->second;
+  }
+  return cur->is<std::string>() ? cur->get<std::string>() : "";
+}
+
+// Records, per object name, the first time (ns) an event satisfied `match`.
+class Tracker {
+ public:
+  using Match = std::function<bool(const std::string& type, const picojson::value& object)>;
+  explicit Tracker(Match match) : match_(std::move(match)) {}
+
+  void On(const std::string& type, const picojson::value& obj) {
+    if (!match_(type, obj)) return;
+    int64_t now = NowNs();
+    std::lock_guard<std::mutex> l(mu_);
+    if (seen_.emplace(Str(obj, {"metadata", "name"}), now).second) last_ = now;
+  }
+  size_t Count() {
+    std::lock_guard<std::mutex> l(mu_);
+    return seen_.size();
+  }
+  int64_t Last() {
+    std::lock_guard<std::mutex> l(mu_);
+    return last_;
+  }
+
+ private:
+  Match match_;
+  std::mutex mu_;
+  std::map<std::string, int64_t> seen_;
+  int64_t last_ = 0;
+};
+
+// The resourceVersion of a collection now, to watch from.
+std::string CurrentRv(Api& admin, const std::string& collection) {
+  Reply r = admin.Call("GET", collection + "?limit=1");
+  std::string rv = Str(r.json, {"metadata", "resourceVersion"});
+  if (r.code != 200 || rv.empty()) throw Failure("list " + collection + ": " + std::to_string(r.code) + " " + r.body);
+  return rv;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Claims, volumes and the baseline client.
+
+struct Claimed {
+  std::string name, uid;
+  std::string pv() const { return "pvc-" + uid; }
+  std::string dir() const { return std::string(kNs) + "-" + name + "-" + pv(); }
+};
+
+std::string ClaimJson(const std::string& name) {
+  return R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")" + name + R"(","namespace":")" + kNs +
+         R"("},"spec":{"storageClassName":"hostpath","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})";
+}
+
+// The PV the provisioner makes for a claim (with its finalizer when `finalizer`).
+std::string VolumeJson(const Claimed& c, const std::string& pv_dir, bool finalizer) {
+  return R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")" + c.pv() +
+         R"(","annotations":{"pv.kubernetes.io/provisioned-by":")" + kProvisionerName + "\"}" +
+         (finalizer ? R"(,"finalizers":["external-provisioner.volume.kubernetes.io/finalizer"])" : "") +
+         R"(},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"volumeMode":"Filesystem",)"
+         R"("persistentVolumeReclaimPolicy":"Delete","storageClassName":"hostpath",)"
+         R"("claimRef":{"kind":"PersistentVolumeClaim","apiVersion":"v1","namespace":")" +
+         kNs + R"(","name":")" + c.name + R"(","uid":")" + c.uid + R"("},"hostPath":{"path":")" + pv_dir + "/" + c.dir() +
+         R"(","type":"Directory"}}})";
+}
+
+// Runs work(i) for i in [0, n) on kClientThreads threads, each with its own admin connection.
+void ForEachParallel(const Fake& fake, int n, const std::function<void(Api&, int)>& work) {
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  std::mutex err_mu;
+  std::string err;
+  for (int t = 0; t < kClientThreads; ++t)
+    threads.emplace_back([&] {
+      auto admin = fake.Admin();
+      for (int i; (i = next++) < n;) {
+        try {
+          work(*admin, i);
+        } catch (const std::exception& e) {
+          std::lock_guard<std::mutex> l(err_mu);
+          err = e.what();
+          next = n;
+        }
+      }
+    });
+  for (auto& t : threads) t.join();
+  if (!err.empty()) throw Failure(err);
+}
+
+// Creates claims prefix-0 .. prefix-(n-1); on_created runs (on the creating thread) as each
+// create returns.
+std::vector<Claimed> CreateClaims(const Fake& fake, const std::string& prefix, int n,
+                                  const std::function<void(const Claimed&)>& on_created) {
+  std::vector<Claimed> out(n);
+  ForEachParallel(fake, n, [&](Api& admin, int i) {
+    std::string name = prefix + "-" + std::to_string(i);
+    Reply r = admin.Call("POST", std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims", ClaimJson(name));
+    if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
+    out[i] = {name, Str(r.json, {"metadata", "uid"})};
+    if (on_created) on_created(out[i]);
+  });
+  return out;
+}
+
+void DeleteClaims(const Fake& fake, const std::vector<Claimed>& claims, const std::function<void(const Claimed&)>& on_deleted) {
+  ForEachParallel(fake, static_cast<int>(claims.size()), [&](Api& admin, int i) {
+    const Claimed& c = claims[i];
+    Reply r = admin.Call("DELETE", std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims/" + c.name, "", false);
+    if (r.code != 200) throw Failure("delete claim " + c.name + ": " + std::to_string(r.code) + " " + r.body);
+    if (on_deleted) on_deleted(c);
+  });
+}
+
+// The baseline: one thread, one keep-alive connection with the service account's token; per
+// claim one mkdir + one PV create, or one rmdir + one PV delete.
+class Baseline {
+ public:
+  Baseline(const Fake& fake, std::string pv_dir) : api_(fake.ServiceAccount()), pv_dir_(std::move(pv_dir)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Baseline() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void Provision(const Claimed& c) { Push({true, c}); }
+  void Remove(const Claimed& c) { Push({false, c}); }
+  std::string error() {
+    std::lock_guard<std::mutex> l(mu_);
+    return error_;
+  }
+
+ private:
+  struct Job {
+    bool create;
+    Claimed claim;
+  };
+  void Push(Job j) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      jobs_.push_back(std::move(j));
+    }
+    cv_.notify_one();
+  }
+  void Run() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      cv_.wait(l, [this] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      Job j = std::move(jobs_.front());
+      jobs_.pop_front();
+      l.unlock();
+      std::string err = j.create ? Create(j.claim) : Delete(j.claim);
+      l.lock();
+      if (!err.empty() && error_.empty()) error_ = err;
+    }
+  }
+  std::string Create(const Claimed& c) {
+    std::string path = pv_dir_ + "/" + c.dir();
+    if (::mkdir(path.c_str(), 0777) != 0) return "mkdir " + path + ": " + std::strerror(errno);
+    Reply r = api_->Call("POST", "/api/v1/persistentvolumes", VolumeJson(c, pv_dir_, false), false);
+    return r.code == 201 ? "" : "create " + c.pv() + ": " + std::to_string(r.code) + " " + r.body;
+  }
+  std::string Delete(const Claimed& c) {
+    std::string path = pv_dir_ + "/" + c.dir();
+    if (::rmdir(path.c_str()) != 0) return "rmdir " + path + ": " + std::strerror(errno);
+    Reply r = api_->Call("DELETE", "/api/v1/persistentvolumes/" + c.pv(), "", false);
+    return r.code == 200 ? "" : "delete " + c.pv() + ": " + std::to_string(r.code) + " " + r.body;
+  }
+
+  std::unique_ptr<Api> api_;
+  std::string pv_dir_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  std::string error_;
+  std::thread thread_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// One burst.
+
+struct BurstResult {
+  std::string who;   // "provisioner" or "baseline"
+  std::string what;  // "create" or "delete"
+  int n = 0;
+  double seconds = 0;                    // first request sent -> all Bound / all gone
+  std::vector<double> latency_ms;        // per claim, its create -> its PV's create (creates only)
+  std::map<std::string, long> requests;  // the service account's requests, by "verb resource"
+  long writes = 0, reads = 0;            // of those: create/update/patch/delete, and get/list
+  long gets = 0;                         // of the reads: single-object gets (per-claim reads)
+  double cpu_seconds = -1;               // the provisioner's, over the burst
+  Memory peak;                           // the provisioner's highest VmRSS / RssAnon sampled
+  long hwm_kib = -1;                     // its VmHWM after the burst
+  double fake_cpu_seconds = 0, bench_cpu_seconds = 0;
+  double machine_cpu_seconds = 0;        // every process on the machine, over the same time
+  // CPU of processes other than the provisioner, the fake and this bench (other work on the machine).
+  double others_cpu_seconds() const {
+    return std::max(0.0, machine_cpu_seconds - fake_cpu_seconds - bench_cpu_seconds - std::max(0.0, cpu_seconds));
+  }
+};
+
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  size_t rank = static_cast<size_t>(std::ceil(p * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+// Reads the fake's request log: counts the service account's requests, and (for creates)
+// each claim's latency from its create to its PV's create.
+// The raw log is kept in `save` (if not empty) for a closer look.
+void ReadRequestLog(Api& admin, const std::vector<Claimed>& claims, bool latency, BurstResult* out,
+                    const std::string& save = "") {
+  Reply r = admin.Call("GET", "/fake/requests");
+  if (r.code != 200 || !r.json.is<picojson::array>())
+    throw Failure("GET /fake/requests: " + std::to_string(r.code) + " " + r.body.substr(0, 200));
+  if (!save.empty()) harness::WriteFile(save, r.body);
+  std::map<std::string, double> claim_t, pv_t;
+  for (const auto& rec : r.json.get<picojson::array>()) {
+    std::string user = Str(rec, {"user"}), verb = Str(rec, {"verb"}), resource = Str(rec, {"resource"});
+    double t = rec.get("t_ns").is<double>() ? rec.get("t_ns").get<double>() : 0;
+    if (verb == "create" && resource == "persistentvolumeclaims" && user == "admin") claim_t[Str(rec, {"name"})] = t;
+    if (user != kSaUser) continue;
+    if (verb == "create" && resource == "persistentvolumes") pv_t.emplace(Str(rec, {"name"}), t);
+    int code = rec.get("code").is<double>() ? static_cast<int>(rec.get("code").get<double>()) : 0;
+    out->requests[verb + " " + resource + (code >= 300 ? " (" + std::to_string(code) + ")" : "")]++;
+    if (verb == "create" || verb == "update" || verb == "patch" || verb == "delete") out->writes++;
+    if (verb == "get" || verb == "list") out->reads++;
+    if (verb == "get") out->gets++;
+  }
+  if (!latency) return;
+  for (const Claimed& c : claims) {
+    auto a = claim_t.find(c.name), b = pv_t.find(c.pv());
+    if (a != claim_t.end() && b != pv_t.end()) out->latency_ms.push_back((b->second - a->second) / 1e6);
+  }
+}
+
+// What a burst runs against: the fake, the PV root, and either the provisioner's pid or the
+// baseline client.
+struct Target {
+  Fake* fake;
+  std::string pv_dir;
+  pid_t provisioner = 0;        // 0 for the baseline
+  Baseline* baseline = nullptr;  // nullptr for the provisioner
+};
+
+// Waits until done() (polled every 0.5 ms; the provisioner's memory sampled every ~5 ms into
+// *peak), or fails.
+void WaitSampling(const Target& t, const std::function<bool()>& done, Memory* peak, const std::string& what) {
+  auto end = std::chrono::steady_clock::now() + kBurstLimit;
+  long polls = 0;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) throw Failure(what + " did not complete within 120 s");
+    if (t.baseline && !t.baseline->error().empty()) throw Failure("baseline: " + t.baseline->error());
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+    if (t.provisioner && ++polls % 10 == 0) {  // memory every ~5 ms
+      Memory m = ReadMemory(t.provisioner);
+      peak->rss_kib = std::max(peak->rss_kib, m.rss_kib);
+      peak->anon_kib = std::max(peak->anon_kib, m.anon_kib);
+    }
+  }
+}
+
+struct CpuMark {
+  long prov = 0, fake = 0, machine = 0;
+  double self = 0;
+};
+CpuMark MarkCpu(const Target& t) {
+  return {t.provisioner ? CpuTicks(t.provisioner) : 0, CpuTicks(t.fake->pid()), MachineBusyTicks(), SelfCpuSeconds()};
+}
+// CPU used from `before` until the burst completed.
+void AddCpu(const Target& t, const CpuMark& before, BurstResult* r) {
+  CpuMark after = MarkCpu(t);
+  if (t.provisioner) r->cpu_seconds = TicksToSeconds(after.prov - before.prov);
+  r->fake_cpu_seconds = TicksToSeconds(after.fake - before.fake);
+  r->bench_cpu_seconds = after.self - before.self;
+  r->machine_cpu_seconds = TicksToSeconds(after.machine - before.machine);
+}
+
+const char* WhoOf(const Target& t) { return t.baseline ? "baseline" : "provisioner"; }
+
+// Creates n claims at once and waits until all are Bound. The fake's request log goes to save_log.
+BurstResult CreateBurst(const Target& t, const std::string& prefix, int n, std::vector<Claimed>* claims,
+                        const std::string& save_log) {
+  BurstResult r{WhoOf(t), "create", n};
+  auto admin = t.fake->Admin();
+  admin->Call("POST", "/fake/reset-requests");
+  std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
+  Tracker bound([&](const std::string& type, const picojson::value& o) {
+    return type != "DELETED" && Str(o, {"status", "phase"}) == "Bound" && Str(o, {"metadata", "name"}).rfind(prefix + "-", 0) == 0;
+  });
+  Watch watch(*t.fake, collection + "?watch=true&resourceVersion=" + CurrentRv(*admin, collection),
+              [&](const std::string& type, const picojson::value& o) { bound.On(type, o); });
+  CpuMark cpu = MarkCpu(t);
+  int64_t t0 = NowNs();
+  std::string err;
+  std::atomic<bool> failed{false};
+  std::thread creators([&] {
+    try {
+      *claims = CreateClaims(*t.fake, prefix, n, [&](const Claimed& c) {
+        if (t.baseline) t.baseline->Provision(c);
+      });
+    } catch (const std::exception& e) {
+      err = e.what();
+      failed = true;
+    }
+  });
+  try {
+    WaitSampling(t, [&] { return failed || bound.Count() >= static_cast<size_t>(n); }, &r.peak,
+                 std::string(r.who) + " create burst of " + std::to_string(n));
+  } catch (...) {
+    creators.join();
+    throw;
+  }
+  creators.join();
+  if (!err.empty()) throw Failure(err);
+  r.seconds = static_cast<double>(bound.Last() - t0) / 1e9;
+  AddCpu(t, cpu, &r);
+  SleepMs(300);  // let the trailing event (and anything else the burst caused) be sent
+  if (t.provisioner) r.hwm_kib = ReadMemory(t.provisioner).hwm_kib;
+  // A new connection: the first one may have idled out.
+  ReadRequestLog(*t.fake->Admin(), *claims, true, &r, save_log);
+  return r;
+}
+
+// Deletes the claims at once and waits until their PVs and every directory are gone.
+BurstResult DeleteBurst(const Target& t, const std::vector<Claimed>& claims, const std::string& save_log) {
+  int n = static_cast<int>(claims.size());
+  BurstResult r{WhoOf(t), "delete", n};
+  auto admin = t.fake->Admin();
+  admin->Call("POST", "/fake/reset-requests");
+  std::set<std::string> pvs;
+  for (const Claimed& c : claims) pvs.insert(c.pv());
+  Tracker gone([&](const std::string& type, const picojson::value& o) {
+    return type == "DELETED" && pvs.count(Str(o, {"metadata", "name"})) > 0;
+  });
+  Watch watch(*t.fake, "/api/v1/persistentvolumes?watch=true&resourceVersion=" + CurrentRv(*admin, "/api/v1/persistentvolumes"),
+              [&](const std::string& type, const picojson::value& o) { gone.On(type, o); });
+  CpuMark cpu = MarkCpu(t);
+  int64_t t0 = NowNs(), dirs_gone = 0;
+  std::string err;
+  std::atomic<bool> failed{false};
+  std::thread deleters([&] {
+    try {
+      DeleteClaims(*t.fake, claims, [&](const Claimed& c) {
+        if (t.baseline) t.baseline->Remove(c);
+      });
+    } catch (const std::exception& e) {
+      err = e.what();
+      failed = true;
+    }
+  });
+  auto done = [&] {  // both remove the directory before the PV, so look at it once the PVs are gone
+    if (failed) return true;
+    if (gone.Count() < static_cast<size_t>(n)) return false;
+    if (CountEntries(t.pv_dir) == 0) dirs_gone = NowNs();
+    return dirs_gone != 0;
+  };
+  try {
+    WaitSampling(t, done, &r.peak, std::string(r.who) + " delete burst of " + std::to_string(n));
+  } catch (...) {
+    deleters.join();
+    throw;
+  }
+  deleters.join();
+  if (!err.empty()) throw Failure(err);
+  r.seconds = static_cast<double>(std::max(gone.Last(), dirs_gone) - t0) / 1e9;
+  AddCpu(t, cpu, &r);
+  SleepMs(300);
+  if (t.provisioner) r.hwm_kib = ReadMemory(t.provisioner).hwm_kib;
+  ReadRequestLog(*t.fake->Admin(), claims, false, &r, save_log);
+  return r;
+}
+
+// Creates n claims one after another, each once the previous one is Bound: the latency of a
+// claim that does not queue behind others.
+BurstResult Trickle(const Target& t, const std::string& prefix, int n, std::vector<Claimed>* claims,
+                    const std::string& save_log) {
+  BurstResult r{WhoOf(t), "trickle", n};
+  auto admin = t.fake->Admin();
+  admin->Call("POST", "/fake/reset-requests");
+  std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
+  Tracker bound([&](const std::string& type, const picojson::value& o) {
+    return type != "DELETED" && Str(o, {"status", "phase"}) == "Bound" && Str(o, {"metadata", "name"}).rfind(prefix + "-", 0) == 0;
+  });
+  Watch watch(*t.fake, collection + "?watch=true&resourceVersion=" + CurrentRv(*admin, collection),
+              [&](const std::string& type, const picojson::value& o) { bound.On(type, o); });
+  CpuMark cpu = MarkCpu(t);
+  int64_t t0 = NowNs();
+  for (int i = 0; i < n; ++i) {
+    std::string name = prefix + "-" + std::to_string(i);
+    Reply rep = admin->Call("POST", collection, ClaimJson(name));
+    if (rep.code != 201) throw Failure("create claim " + name + ": " + std::to_string(rep.code) + " " + rep.body);
+    claims->push_back({name, Str(rep.json, {"metadata", "uid"})});
+    if (t.baseline) t.baseline->Provision(claims->back());
+    WaitSampling(t, [&] { return bound.Count() > static_cast<size_t>(i); }, &r.peak, "claim " + name);
+  }
+  r.seconds = static_cast<double>(bound.Last() - t0) / 1e9;
+  AddCpu(t, cpu, &r);
+  SleepMs(300);
+  ReadRequestLog(*t.fake->Admin(), *claims, true, &r, save_log);
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The provisioner as a process.
+
+// Whether the process has ended (a zombie, not yet waited for).
+bool Exited(pid_t pid) {
+  std::string s = harness::ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  size_t close = s.rfind(')');
+  return close == std::string::npos || (close + 2 < s.size() && s[close + 2] == 'Z');
+}
+
+struct Provisioner {
+  std::unique_ptr<harness::Process> proc;
+  int metrics_port = 0;
+  int64_t exec_ns = 0;   // just before fork/exec
+  int64_t ready_ns = 0;  // first /readyz 200
+};
+
+Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const std::string& log) {
+  Provisioner p;
+  p.metrics_port = harness::FreePort();
+  std::map<std::string, std::string> env = {{"PV_DIR", pv_dir},
+                                            {"KUBECONFIG", fake.dir() + "/provisioner.kubeconfig"},
+                                            {"METRICS_ADDRESS", "127.0.0.1:" + std::to_string(p.metrics_port)},
+                                            {"LOG_LEVEL", "0"}};
+  p.exec_ns = NowNs();
+  p.proc = std::make_unique<harness::Process>(std::vector<std::string>{harness::Env("PROVISIONER", "./hostpath-provisioner")},
+                                              env, log);
+  auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  httplib::Client cli("127.0.0.1", p.metrics_port);
+  cli.set_connection_timeout(std::chrono::seconds(1));
+  while (std::chrono::steady_clock::now() < end) {
+    auto r = cli.Get("/readyz");
+    if (r && r->status == 200) {
+      p.ready_ns = NowNs();
+      return p;
+    }
+    SleepMs(2);
+    int code = 0;
+    if (CpuTicks(p.proc->pid()) < 0 || Exited(p.proc->pid())) {
+      p.proc->WaitFor(std::chrono::seconds(1), &code);
+      throw Failure("the provisioner exited with " + std::to_string(code) + ": " + p.proc->Log());
+    }
+  }
+  throw Failure("the provisioner was not ready within 60 s: " + p.proc->Log());
+}
+
+// Waits until the process has used no CPU for `quiet` (its queue is drained), at most `limit`.
+void WaitCpuQuiet(pid_t pid, std::chrono::milliseconds quiet, std::chrono::seconds limit) {
+  auto end = std::chrono::steady_clock::now() + limit;
+  long last = CpuTicks(pid);
+  auto since = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() < end) {
+    SleepMs(50);
+    long now = CpuTicks(pid);
+    if (now != last) {
+      last = now;
+      since = std::chrono::steady_clock::now();
+    } else if (std::chrono::steady_clock::now() - since >= quiet) {
+      return;
+    }
+  }
+}
+
+struct Idle {
+  Memory memory;     // 1 s after ready, nothing to do
+  double seconds = 0;
+  long cpu_ticks = 0;
+  long wakeups = 0;
+};
+
+Idle MeasureIdle(pid_t pid) {
+  Idle idle;
+  SleepMs(1000);
+  idle.memory = ReadMemory(pid);
+  long ticks = CpuTicks(pid), wakeups = WakeUps(pid);
+  auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(kIdleWindow);
+  idle.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  idle.cpu_ticks = CpuTicks(pid) - ticks;
+  idle.wakeups = WakeUps(pid) - wakeups;
+  return idle;
+}
+
+struct Startup {
+  int pairs = 0;
+  double populate_seconds = 0;  // creating the pairs through the fake (set-up, not the provisioner)
+  double ready_seconds = 0;     // exec -> /readyz 200
+  double settle_seconds = 0;    // exec -> no CPU used for 1 s (every key looked at)
+  double cpu_seconds = 0;       // until settled
+  double fake_cpu_seconds = 0;  // the fake's, from exec to /readyz 200 (serving the lists)
+  Memory memory;                // once settled
+  std::map<std::string, long> requests;
+  long writes = 0;
+};
+
+// Creates n claims and, for each, the PV the provisioner would have made; the fake binds them.
+void Populate(Fake& fake, const std::string& pv_dir, int n) {
+  ForEachParallel(fake, n, [&](Api& admin, int i) {
+    std::string name = "existing-" + std::to_string(i);
+    Reply r = admin.Call("POST", std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims", ClaimJson(name));
+    if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
+    Claimed c{name, Str(r.json, {"metadata", "uid"})};
+    r = admin.Call("POST", "/api/v1/persistentvolumes", VolumeJson(c, pv_dir, true), false);
+    if (r.code != 201) throw Failure("create " + c.pv() + ": " + std::to_string(r.code) + " " + r.body);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Summaries over rounds.
+
+// The runs of one kind of burst (who, what, n) pooled: times as median, min and max; counts,
+// CPU and latencies over all runs together.
+struct Summary {
+  std::string who, what;
+  int n = 0;
+  std::vector<double> seconds, latency_ms;
+  std::map<std::string, long> requests;
+  long volumes = 0, writes = 0, gets = 0;
+  double cpu = 0, fake_cpu = 0, bench_cpu = 0, others_cpu = 0, busy = 0;
+  Memory peak;
+  long hwm_kib = -1;
+
+  void Add(const BurstResult& b) {
+    seconds.push_back(b.seconds);
+    latency_ms.insert(latency_ms.end(), b.latency_ms.begin(), b.latency_ms.end());
+    for (const auto& [k, v] : b.requests) requests[k] += v;
+    volumes += b.n;
+    writes += b.writes;
+    gets += b.gets;
+    cpu += std::max(0.0, b.cpu_seconds);
+    fake_cpu += b.fake_cpu_seconds;
+    bench_cpu += b.bench_cpu_seconds;
+    others_cpu += b.others_cpu_seconds();
+    busy += b.seconds;
+    peak.rss_kib = std::max(peak.rss_kib, b.peak.rss_kib);
+    peak.anon_kib = std::max(peak.anon_kib, b.peak.anon_kib);
+    hwm_kib = std::max(hwm_kib, b.hwm_kib);
+  }
+  double Median() const { return Percentile(seconds, 0.5); }
+  double Min() const { return *std::min_element(seconds.begin(), seconds.end()); }
+  double Max() const { return *std::max_element(seconds.begin(), seconds.end()); }
+  double PerVolume(long count) const { return static_cast<double>(count) / static_cast<double>(volumes); }
+};
+
+// ---------------------------------------------------------------------------------------------
+// Report.
+
+std::string Fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string MiB(long kib) { return kib < 0 ? "?" : Fmt("%.2f MiB", static_cast<double>(kib) / 1024.0); }
+
+class Report {
+ public:
+  // A figure; met = 1 or 0 marks it ok / MISSED against its target, -1 means no target.
+  void Add(const std::string& figure, const std::string& value, const std::string& target = "", int met = -1) {
+    rows_.push_back({figure, value, target, met < 0 ? "" : met ? "ok" : "MISSED"});
+  }
+  void Section(const std::string& title) { rows_.push_back({"# " + title, "", "", ""}); }
+  void Print() const {
+    std::printf("\n  %-46s %-34s %-12s %s\n", "figure", "value", "target", "");
+    for (const Row& r : rows_) {
+      if (r.figure.rfind("# ", 0) == 0) {
+        std::printf("\n%s\n", r.figure.substr(2).c_str());
+        continue;
+      }
+      std::printf("  %-46s %-34s %-12s %s\n", r.figure.c_str(), r.value.c_str(), r.target.c_str(), r.verdict.c_str());
+    }
+    std::fflush(stdout);
+  }
+  picojson::value Targets() const {
+    picojson::array out;
+    std::string section;
+    for (const Row& r : rows_) {
+      if (r.figure.rfind("# ", 0) == 0) section = r.figure.substr(2);
+      if (r.verdict.empty()) continue;
+      picojson::object o;
+      o["figure"] = picojson::value(section + ": " + r.figure);
+      o["value"] = picojson::value(r.value);
+      o["target"] = picojson::value(r.target);
+      o["met"] = picojson::value(r.verdict == "ok");
+      out.emplace_back(o);
+    }
+    return picojson::value(out);
+  }
+
+ private:
+  struct Row {
+    std::string figure, value, target, verdict;
+  };
+  std::vector<Row> rows_;
+};
+
+picojson::value J(double v) { return picojson::value(v); }
+
+picojson::value MemoryJson(const Memory& m) {
+  picojson::object o;
+  o["rss_kib"] = J(static_cast<double>(m.rss_kib));
+  o["rss_anon_kib"] = J(static_cast<double>(m.anon_kib));
+  o["rss_file_kib"] = J(static_cast<double>(m.file_kib));
+  o["hwm_kib"] = J(static_cast<double>(m.hwm_kib));
+  return picojson::value(o);
+}
+
+picojson::value SummaryJson(const Summary& s) {
+  picojson::object o, req;
+  o["who"] = picojson::value(s.who);
+  o["what"] = picojson::value(s.what);
+  o["n"] = J(s.n);
+  picojson::array runs;
+  for (double x : s.seconds) runs.push_back(J(x));
+  o["seconds_runs"] = picojson::value(runs);
+  o["seconds_median"] = J(s.Median());
+  if (!s.latency_ms.empty()) {
+    o["latency_p50_ms"] = J(Percentile(s.latency_ms, 0.50));
+    o["latency_p99_ms"] = J(Percentile(s.latency_ms, 0.99));
+    o["latency_max_ms"] = J(Percentile(s.latency_ms, 1.0));
+  }
+  for (const auto& [k, v] : s.requests) req[k] = J(s.PerVolume(v));
+  o["requests_per_volume"] = picojson::value(req);
+  o["writes_per_volume"] = J(s.PerVolume(s.writes));
+  o["gets_per_volume"] = J(s.PerVolume(s.gets));
+  if (s.who == "provisioner") {
+    o["cpu_seconds_per_1000_volumes"] = J(s.cpu * 1000.0 / static_cast<double>(s.volumes));
+    o["peak_rss_kib_sampled"] = J(static_cast<double>(s.peak.rss_kib));
+    o["peak_rss_anon_kib_sampled"] = J(static_cast<double>(s.peak.anon_kib));
+    o["vm_hwm_kib"] = J(static_cast<double>(s.hwm_kib));
+  }
+  o["fake_apiserver_cpu_seconds"] = J(s.fake_cpu);
+  o["bench_cpu_seconds"] = J(s.bench_cpu);
+  o["other_processes_cpu_seconds"] = J(s.others_cpu);
+  o["burst_seconds_total"] = J(s.busy);
+  return picojson::value(o);
+}
+
+std::string Requests(const Summary& s) {
+  std::string out;
+  for (const auto& [k, v] : s.requests) out += (out.empty() ? "" : ", ") + k + " " + Fmt("%.3f", s.PerVolume(v));
+  return out.empty() ? "none" : out;
+}
+
+std::string Times(const Summary& s) {
+  return Fmt("%.3f s", s.Median()) + Fmt(" (%.3f", s.Min()) + Fmt("-%.3f,", s.Max()) + " " +
+         std::to_string(s.seconds.size()) + " runs)";
+}
+
+// CPU shares over the bursts' time: the fake's (the bottleneck if near a whole core: its store
+// is behind one mutex), and other processes' (other work on this machine skews every figure).
+std::string Load(const Summary& s) {
+  double fake = s.busy > 0 ? s.fake_cpu / s.busy : 0, others = s.busy > 0 ? s.others_cpu / s.busy : 0;
+  return Fmt("fake %.0f%%", fake * 100) + Fmt(", others %.0f%% of a core", others * 100) +
+         (fake > 0.8 ? " <- fake-apiserver may be the bottleneck" : "");
+}
+
+std::string Latency(const std::vector<double>& ms) {
+  return Fmt("%.2f", Percentile(ms, 0.5)) + Fmt(" / %.2f", Percentile(ms, 0.99)) + Fmt(" / %.2f ms", Percentile(ms, 1.0));
+}
+
+std::string RealPath(const std::string& path) {
+  char abs[PATH_MAX];
+  if (::realpath(path.c_str(), abs) == nullptr) throw Failure("cannot resolve " + path);
+  return abs;
+}
+
+std::string MakeDir(const std::string& path) {
+  if (::mkdir(path.c_str(), 0755) != 0) throw Failure("cannot create " + path);
+  return RealPath(path);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+constexpr int kRounds = 3;                               // bursts of each kind, interleaved
+constexpr auto kRoundBudget = std::chrono::seconds(90);  // no new round after this much time in bursts
+constexpr int kTrickle = 50;                             // claims created one at a time
+
+int Run() {
+  const std::string work = "build/bench-run";
+  std::system(("rm -rf '" + work + "'").c_str());
+  if (!harness::Exists("build") || ::mkdir(work.c_str(), 0755) != 0) throw Failure("cannot create " + work);
+  std::string provisioner_bin = harness::Env("PROVISIONER", "./hostpath-provisioner");
+  struct stat st {};
+  if (::stat(provisioner_bin.c_str(), &st) != 0) throw Failure(provisioner_bin + " not found: run make first");
+  long binary_bytes = st.st_size;
+  const int sizes[] = {100, 1000};
+  double load_before = LoadAverage();
+  std::vector<BurstResult> all;
+  std::map<std::string, Summary> sums;  // by who/what/n
+  auto record = [&](const BurstResult& b) {
+    all.push_back(b);
+    Summary& s = sums[b.who + "/" + b.what + "/" + std::to_string(b.n)];
+    s.who = b.who;
+    s.what = b.what;
+    s.n = b.n;
+    s.Add(b);
+    std::printf("  %-11s %-7s %4d: %.3f s\n", b.who.c_str(), b.what.c_str(), b.n, b.seconds);
+    std::fflush(stdout);
+  };
+  Idle idle;
+  Memory after_bursts;
+  double empty_ready = 0;
+
+  std::printf("bench: provisioner %s; load average %.2f on %ld CPUs\n", provisioner_bin.c_str(), load_before,
+              sysconf(_SC_NPROCESSORS_ONLN));
+  std::fflush(stdout);
+  {
+    Fake fake_p(work + "/api-provisioner"), fake_b(work + "/api-baseline");
+    fake_p.CreateYaml("manifests/storageclass.yaml");
+    fake_b.CreateYaml("manifests/storageclass.yaml");
+    std::string pv_p = MakeDir(work + "/pv-provisioner"), pv_b = MakeDir(work + "/pv-baseline");
+    Provisioner p = StartProvisioner(fake_p, pv_p, work + "/provisioner.log");
+    empty_ready = static_cast<double>(p.ready_ns - p.exec_ns) / 1e9;
+    std::printf("bench: idle for %lld s\n", static_cast<long long>(kIdleWindow.count()) + 1);
+    std::fflush(stdout);
+    idle = MeasureIdle(p.proc->pid());
+    Baseline baseline(fake_b, pv_b);
+    Target ours{&fake_p, pv_p, p.proc->pid(), nullptr}, base{&fake_b, pv_b, 0, &baseline};
+    const Target* targets[] = {&ours, &base};
+    auto tag = [](const Target& t) { return std::string(t.baseline ? "b" : "p"); };
+
+    std::printf("bench: %d claims one at a time, then bursts\n", kTrickle);
+    for (const Target* t : targets) {
+      std::vector<Claimed> claims;
+      record(Trickle(*t, tag(*t) + "trickle", kTrickle, &claims, work + "/requests-" + tag(*t) + "-trickle.json"));
+      DeleteBurst(*t, claims, "");
+    }
+    auto start = std::chrono::steady_clock::now();
+    for (int round = 0; round < kRounds; ++round) {
+      if (round > 0 && std::chrono::steady_clock::now() - start > kRoundBudget) break;
+      for (int n : sizes) {
+        std::map<const Target*, std::vector<Claimed>> claims;
+        std::string id = std::to_string(n) + "r" + std::to_string(round);
+        for (const Target* t : targets)
+          record(CreateBurst(*t, tag(*t) + id, n, &claims[t], work + "/requests-" + tag(*t) + "-create-" + id + ".json"));
+        for (const Target* t : targets)
+          record(DeleteBurst(*t, claims[t], work + "/requests-" + tag(*t) + "-delete-" + id + ".json"));
+      }
+    }
+    after_bursts = ReadMemory(p.proc->pid());
+    p.proc->Signal(SIGTERM);
+    int code = 0;
+    if (!p.proc->WaitFor(std::chrono::seconds(20), &code) || code != 0)
+      throw Failure("the provisioner did not stop cleanly on SIGTERM (exit " + std::to_string(code) + ")");
+  }
+
+  std::printf("bench: start-up with %d bound claims and PVs\n", kStartupPairs);
+  std::fflush(stdout);
+  Startup up;
+  {
+    Fake fake(work + "/api-startup");
+    fake.CreateYaml("manifests/storageclass.yaml");
+    std::string pv_dir = MakeDir(work + "/pv-startup");
+    up.pairs = kStartupPairs;
+    int64_t t0 = NowNs();
+    Populate(fake, pv_dir, kStartupPairs);
+    up.populate_seconds = static_cast<double>(NowNs() - t0) / 1e9;
+    std::printf("  %d pairs created in %.1f s (set-up)\n", kStartupPairs, up.populate_seconds);
+    std::fflush(stdout);
+    fake.Admin()->Call("POST", "/fake/reset-requests");
+    long fake_ticks = CpuTicks(fake.pid());
+    Provisioner p = StartProvisioner(fake, pv_dir, work + "/provisioner-startup.log");
+    up.fake_cpu_seconds = TicksToSeconds(CpuTicks(fake.pid()) - fake_ticks);
+    up.ready_seconds = static_cast<double>(p.ready_ns - p.exec_ns) / 1e9;
+    WaitCpuQuiet(p.proc->pid(), std::chrono::milliseconds(1000), std::chrono::seconds(60));
+    up.settle_seconds = static_cast<double>(NowNs() - p.exec_ns) / 1e9 - 1.0;
+    up.cpu_seconds = TicksToSeconds(CpuTicks(p.proc->pid()));
+    up.memory = ReadMemory(p.proc->pid());
+    BurstResult counted;
+    ReadRequestLog(*fake.Admin(), {}, false, &counted, work + "/requests-startup.json");
+    up.requests = counted.requests;
+    up.writes = counted.writes;
+  }
+  double load_after = LoadAverage();
+
+  // ---- the table
+  Report rep;
+  auto sum = [&](const std::string& who, const std::string& what, int n) -> const Summary& {
+    auto it = sums.find(who + "/" + what + "/" + std::to_string(n));
+    if (it == sums.end()) throw Failure("no " + who + " " + what + " burst of " + std::to_string(n));
+    return it->second;
+  };
+  picojson::object ratios;
+  {
+    const Summary& o = sum("provisioner", "trickle", kTrickle);
+    const Summary& b = sum("baseline", "trickle", kTrickle);
+    rep.Section(std::to_string(kTrickle) + " claims one at a time (each created once the previous is Bound)");
+    double p50 = Percentile(o.latency_ms, 0.5);
+    rep.Add("latency claim -> PV create, p50 / p99 / max", Latency(o.latency_ms), "p50 < 5 ms", p50 < 5);
+    rep.Add("baseline latency p50 / p99 / max", Latency(b.latency_ms));
+    rep.Add("requests per volume: " + Requests(o), "");
+  }
+  for (int n : sizes) {
+    for (std::string what : {"create", "delete"}) {
+      const Summary& o = sum("provisioner", what, n);
+      const Summary& b = sum("baseline", what, n);
+      double ratio = o.Median() / b.Median();
+      ratios[what + "_" + std::to_string(n)] = J(ratio);
+      bool create = what == "create";
+      rep.Section(what + " " + std::to_string(n) + " claims at once" +
+                  (create ? " (until all Bound)" : " (until every PV and directory is gone)"));
+      bool gated = create && n == 1000;
+      rep.Add("time, provisioner (median, min-max)", Times(o));
+      rep.Add("time, baseline", Times(b));
+      rep.Add("ratio provisioner / baseline (medians)", Fmt("%.2fx", ratio), gated ? "<= 1.5x" : "", gated ? ratio <= 1.5 : -1);
+      if (create) {
+        rep.Add("latency p50 / p99 / max (queueing)", Latency(o.latency_ms));
+        rep.Add("baseline latency p50 / p99 / max", Latency(b.latency_ms));
+      }
+      rep.Add("requests per volume: " + Requests(o), "");
+      rep.Add("write requests per volume", Fmt("%.3f", o.PerVolume(o.writes)), "<= 2", o.writes <= 2 * o.volumes);
+      rep.Add("per-claim reads (get) per volume", Fmt("%.2f", o.PerVolume(o.gets)), "0", o.gets == 0);
+      rep.Add("provisioner CPU per 1000 volumes", Fmt("%.3f s", o.cpu * 1000.0 / static_cast<double>(o.volumes)));
+      rep.Add("provisioner peak VmRSS / RssAnon (sampled)", MiB(o.peak.rss_kib) + " / " + MiB(o.peak.anon_kib));
+      rep.Add("provisioner VmHWM after the burst", MiB(o.hwm_kib));
+      rep.Add("CPU during provisioner bursts", Load(o));
+      rep.Add("CPU during baseline bursts", Load(b));
+    }
+  }
+  rep.Section("idle (from 1 s after /readyz, no claims)");
+  rep.Add("VmRSS", MiB(idle.memory.rss_kib) + " (file " + MiB(idle.memory.file_kib) + ")", "< 6 MiB",
+          idle.memory.rss_kib < 6 * 1024);
+  rep.Add("RssAnon (private)", MiB(idle.memory.anon_kib), "< 2 MiB", idle.memory.anon_kib < 2 * 1024);
+  rep.Add("CPU over " + Fmt("%.0f s", idle.seconds),
+          std::to_string(idle.cpu_ticks) + " ticks" + Fmt(" (of %.0f/s)", static_cast<double>(sysconf(_SC_CLK_TCK))));
+  rep.Add("wake-ups (context switches, all threads)",
+          std::to_string(idle.wakeups) + Fmt(" (%.1f/s)", static_cast<double>(idle.wakeups) / idle.seconds));
+  rep.Add("exec -> /readyz 200, empty cluster", Fmt("%.3f s", empty_ready));
+  rep.Add("VmRSS / RssAnon after all bursts", MiB(after_bursts.rss_kib) + " / " + MiB(after_bursts.anon_kib));
+  rep.Section("binary");
+  rep.Add("size (linked with -s)", MiB(binary_bytes / 1024), "< 6 MiB", binary_bytes < 6L << 20);
+  rep.Section("start-up with " + std::to_string(up.pairs) + " bound claims and PVs");
+  rep.Add("exec -> /readyz 200", Fmt("%.3f s", up.ready_seconds), "< 2 s", up.ready_seconds < 2);
+  rep.Add("fake-apiserver CPU meanwhile (lists)", Fmt("%.2f s", up.fake_cpu_seconds));
+  rep.Add("exec -> quiet (every key looked at)", Fmt("%.3f s", up.settle_seconds));
+  rep.Add("provisioner CPU until quiet", Fmt("%.2f s", up.cpu_seconds));
+  rep.Add("VmRSS then", MiB(up.memory.rss_kib));
+  rep.Add("RssAnon (private) then", MiB(up.memory.anon_kib), "< 24 MiB", up.memory.anon_kib < 24 * 1024);
+  rep.Add("VmHWM then", MiB(up.memory.hwm_kib));
+  std::string req;
+  for (const auto& [k, v] : up.requests) req += (req.empty() ? "" : ", ") + k + " " + std::to_string(v);
+  rep.Add("requests: " + req, "");
+  rep.Add("write requests at start-up", std::to_string(up.writes), "0", up.writes == 0);
+  rep.Section("machine");
+  rep.Add("load average before / after", Fmt("%.2f", load_before) + Fmt(" / %.2f", load_after));
+  rep.Print();
+  if (load_before > 1.0)
+    std::printf("\nnote: the machine was busy with other work (load %.2f): timings are disturbed\n", load_before);
+
+  // ---- the JSON
+  picojson::object out, idle_j, up_j;
+  out["provisioner"] = picojson::value(provisioner_bin);
+  out["binary_bytes"] = J(static_cast<double>(binary_bytes));
+  out["load_average_before"] = J(load_before);
+  out["load_average_after"] = J(load_after);
+  idle_j["memory"] = MemoryJson(idle.memory);
+  idle_j["seconds"] = J(idle.seconds);
+  idle_j["cpu_ticks"] = J(static_cast<double>(idle.cpu_ticks));
+  idle_j["clock_ticks_per_second"] = J(static_cast<double>(sysconf(_SC_CLK_TCK)));
+  idle_j["wakeups"] = J(static_cast<double>(idle.wakeups));
+  idle_j["ready_seconds_empty_cluster"] = J(empty_ready);
+  out["idle"] = picojson::value(idle_j);
+  out["memory_after_bursts"] = MemoryJson(after_bursts);
+  picojson::array summaries;
+  for (const auto& [k, s] : sums) summaries.push_back(SummaryJson(s));
+  out["bursts"] = picojson::value(summaries);
+  out["ratios_provisioner_to_baseline"] = picojson::value(ratios);
+  up_j["pairs"] = J(up.pairs);
+  up_j["populate_seconds"] = J(up.populate_seconds);
+  up_j["ready_seconds"] = J(up.ready_seconds);
+  up_j["settle_seconds"] = J(up.settle_seconds);
+  up_j["cpu_seconds"] = J(up.cpu_seconds);
+  up_j["fake_apiserver_cpu_seconds_until_ready"] = J(up.fake_cpu_seconds);
+  up_j["memory"] = MemoryJson(up.memory);
+  picojson::object up_req;
+  for (const auto& [k, v] : up.requests) up_req[k] = J(static_cast<double>(v));
+  up_j["requests"] = picojson::value(up_req);
+  out["startup"] = picojson::value(up_j);
+  out["targets"] = rep.Targets();
+  harness::WriteFile("build/bench.json", picojson::value(out).serialize(true));
+  std::printf("\nwrote build/bench.json; logs and the fake's request logs in %s/\n", work.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main() {
+  signal(SIGPIPE, SIG_IGN);
+  try {
+    return Run();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench: %s\n", e.what());
+    return 1;
+  }
+}
