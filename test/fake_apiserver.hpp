@@ -9,6 +9,18 @@
 //   REQUIRE(api.Start().ok());   // writes DIR/ca.crt, kubeconfigs, serviceaccount/, port
 //   ... talk to https://127.0.0.1:api.port() with api.admin_token() or api.sa_token() ...
 //   api.Stop();                 // also done by the destructor
+//
+// Test controls (admin token only; POST needs a Content-Length, e.g. curl -d ''):
+//   POST /fake/faults {"verb","resource","code","count","retryAfter","delayMs"}  next `count`
+//        matching resource requests (after authn/authz) fail with `code` and a Status body
+//   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
+//   POST /fake/rotate-token (new DIR/serviceaccount/token by rename; the old token is revoked)
+//   GET  /fake/requests, /fake/denials (JSON arrays; t_ns exact integers); POST /fake/reset-requests
+//
+// Known differences from kube-apiserver: namespaces need not exist; no pods are modelled (a
+// deleted claim loses its pvc-protection finalizer at once); label selectors are equality-based
+// only; watches of a client that went away are noticed at the next write (an event or bookmark);
+// deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
 #pragma once
 #include <sys/stat.h>
 #include <unistd.h>
