@@ -122,6 +122,13 @@ class Controller {
   }
 
   void Work() {
+    // Decide nothing before every cache holds its first list: a claim seen before its class
+    // would get a false "class not found", one seen before the PVs a needless create.
+    {
+      std::unique_lock<std::mutex> lock(stop_mu_);
+      while (!Synced() && !stopped_) stop_cv_.wait_for(lock, std::chrono::milliseconds(20));
+      if (stopped_) return;
+    }
     std::string key;
     while (queue_.Get(&key)) {
       busy_since_ms_ = NowMs();
@@ -227,7 +234,11 @@ class Controller {
   Outcome SyncVolume(const std::string& name) {
     std::shared_ptr<const Volume> v = volumes_.Get(name);
     created_.erase(name);
-    if (!v) return Done();
+    if (!v) {
+      deleted_.erase(name);
+      return Done();
+    }
+    if (deleted_.count(name)) return Done();  // deleted it; the watch has not caught up yet
     Action a = DecideVolume(cfg_, *v);
     switch (a.kind) {
       case Action::kNothing:
@@ -282,6 +293,7 @@ class Controller {
         return o;
       }
     }
+    deleted_.insert(v.meta.name);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats_.deleted++;
     stats_.delete_seconds.Observe(secs);
@@ -301,6 +313,7 @@ class Controller {
   WorkQueue queue_;
   ControllerStats stats_;
   std::unordered_set<std::string> created_;  // PVs made whose watch event has not come yet
+  std::unordered_set<std::string> deleted_;  // PVs deleted that the cache still holds
   Informer<Claim> claims_;
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;

@@ -225,6 +225,7 @@ class ApiConnection {
       cli_->set_ca_cert_path("", "/nonexistent/hostpath-provisioner/no-system-cas");
     }
     cli_->set_keep_alive(true);
+    cli_->set_tcp_nodelay(true);  // a request is headers + body: don't wait for delayed ACKs
     cli_->set_connection_timeout(std::chrono::seconds(10));
     cli_->set_write_timeout(std::chrono::seconds(30));
     return Status::Ok();
