@@ -9,7 +9,9 @@
 //   - directories are entered only with openat(O_DIRECTORY | O_NOFOLLOW), so a symlink is never
 //     followed, not even one swapped in between two of our calls;
 //   - everything else is removed with unlinkat(), which removes a link, never its target;
-//   - a directory on another mount (st_dev or mount id differs) is never entered.
+//   - a directory on another mount (st_dev or mount id differs) is never entered;
+//   - the only rename moves a directory within the volume being removed (deep trees, see
+//     TreeRemover); the only path through /proc/self/fd names a descriptor we hold.
 // POSIX (plus Linux statx/renameat2) only. Errors are Status values; errno becomes a Status or
 // a message in one place (PosixError / fsops_detail::ErrnoText).
 #pragma once
