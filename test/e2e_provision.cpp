@@ -381,3 +381,26 @@ TEST_CASE("/metrics, /healthz and /readyz; JSON logs", "[e2e]") {
   }
   CHECK(provisioned == 3);
 }
+
+TEST_CASE("kubectl delete pv of a Delete volume: data kept while bound, cleaned before the PV goes", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "doomed", "hostpath"));
+  REQUIRE(c.WaitBound("default", "doomed"));
+  std::string pv = c.VolumeOf("default", "doomed");
+  std::string dir = c.DirOf("default", "doomed");
+  WriteFile(dir + "/file", "x\n");
+  REQUIRE(c.api.Delete("/api/v1/persistentvolumes/" + pv).code == 200);
+  // Still bound: the PV waits (Terminating), the data stays.
+  picojson::value v = c.api.Volume(pv);
+  REQUIRE(v.is<picojson::object>());
+  CHECK(v.get("metadata").get("deletionTimestamp").is<std::string>());
+  bool has_ours = false;
+  for (const auto& f : v.get("metadata").get("finalizers").get<picojson::array>())
+    if (f.to_str() == "external-provisioner.volume.kubernetes.io/finalizer") has_ours = true;
+  CHECK(has_ours);
+  CHECK(Exists(dir + "/file"));
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/doomed").code == 200);
+  CHECK(Eventually([&] { return !c.api.Volume(pv).is<picojson::object>(); }));
+  CHECK_FALSE(Exists(dir));
+}
