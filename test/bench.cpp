@@ -21,7 +21,8 @@
 // A benchmark, not a test: no timing is asserted. Exit 0 unless something broke (a process
 // that does not start, a burst that does not complete within 120 s); then exit 1.
 // Output: a table on stdout and build/bench.json. Work files and logs: build/bench-run/, replaced
-// on each run. Binaries: FAKE_APISERVER, PROVISIONER as in test/harness.hpp.
+// on each run. Binaries: FAKE_APISERVER, PROVISIONER as in test/harness.hpp. With the argument
+// --startup-only it runs only the start-up measurement (for profiling it).
 #include <dirent.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -976,7 +977,7 @@ constexpr int kRounds = 3;                               // bursts of each kind,
 constexpr auto kRoundBudget = std::chrono::seconds(90);  // no new round after this much time in bursts
 constexpr int kTrickle = 50;                             // claims created one at a time
 
-int Run() {
+int Run(bool startup_only) {
   const std::string work = "build/bench-run";
   std::system(("rm -rf '" + work + "'").c_str());
   if (!harness::Exists("build") || ::mkdir(work.c_str(), 0755) != 0) throw Failure("cannot create " + work);
@@ -1001,6 +1002,38 @@ int Run() {
   Idle idle;
   Memory after_bursts;
   double empty_ready = 0;
+  Startup up;
+  auto startup = [&] {
+    std::printf("bench: start-up with %d bound claims and PVs\n", kStartupPairs);
+    std::fflush(stdout);
+    Fake fake(work + "/api-startup");
+    fake.CreateYaml("manifests/storageclass.yaml");
+    std::string pv_dir = MakeDir(work + "/pv-startup");
+    up.pairs = kStartupPairs;
+    int64_t t0 = NowNs();
+    Populate(fake, pv_dir, kStartupPairs);
+    up.populate_seconds = static_cast<double>(NowNs() - t0) / 1e9;
+    std::printf("  %d pairs created in %.1f s (set-up)\n", kStartupPairs, up.populate_seconds);
+    std::fflush(stdout);
+    fake.Admin()->Call("POST", "/fake/reset-requests");
+    long fake_ticks = CpuTicks(fake.pid());
+    Provisioner p = StartProvisioner(fake, pv_dir, work + "/provisioner-startup.log");
+    up.fake_cpu_seconds = TicksToSeconds(CpuTicks(fake.pid()) - fake_ticks);
+    up.ready_seconds = static_cast<double>(p.ready_ns - p.exec_ns) / 1e9;
+    WaitCpuQuiet(p.proc->pid(), std::chrono::milliseconds(1000), std::chrono::seconds(60));
+    up.settle_seconds = static_cast<double>(NowNs() - p.exec_ns) / 1e9 - 1.0;
+    up.cpu_seconds = TicksToSeconds(CpuTicks(p.proc->pid()));
+    up.memory = ReadMemory(p.proc->pid());
+    BurstResult counted;
+    ReadRequestLog(*fake.Admin(), {}, false, &counted, work + "/requests-startup.json");
+    up.requests = counted.requests;
+    up.writes = counted.writes;
+    std::printf("  ready in %.3f s, RssAnon %s once quiet\n", up.ready_seconds, MiB(up.memory.anon_kib).c_str());
+  };
+  if (startup_only) {
+    startup();
+    return 0;
+  }
 
   std::printf("bench: provisioner %s; load average %.2f on %ld CPUs\n", provisioner_bin.c_str(), load_before,
               sysconf(_SC_NPROCESSORS_ONLN));
@@ -1045,33 +1078,7 @@ int Run() {
       throw Failure("the provisioner did not stop cleanly on SIGTERM (exit " + std::to_string(code) + ")");
   }
 
-  std::printf("bench: start-up with %d bound claims and PVs\n", kStartupPairs);
-  std::fflush(stdout);
-  Startup up;
-  {
-    Fake fake(work + "/api-startup");
-    fake.CreateYaml("manifests/storageclass.yaml");
-    std::string pv_dir = MakeDir(work + "/pv-startup");
-    up.pairs = kStartupPairs;
-    int64_t t0 = NowNs();
-    Populate(fake, pv_dir, kStartupPairs);
-    up.populate_seconds = static_cast<double>(NowNs() - t0) / 1e9;
-    std::printf("  %d pairs created in %.1f s (set-up)\n", kStartupPairs, up.populate_seconds);
-    std::fflush(stdout);
-    fake.Admin()->Call("POST", "/fake/reset-requests");
-    long fake_ticks = CpuTicks(fake.pid());
-    Provisioner p = StartProvisioner(fake, pv_dir, work + "/provisioner-startup.log");
-    up.fake_cpu_seconds = TicksToSeconds(CpuTicks(fake.pid()) - fake_ticks);
-    up.ready_seconds = static_cast<double>(p.ready_ns - p.exec_ns) / 1e9;
-    WaitCpuQuiet(p.proc->pid(), std::chrono::milliseconds(1000), std::chrono::seconds(60));
-    up.settle_seconds = static_cast<double>(NowNs() - p.exec_ns) / 1e9 - 1.0;
-    up.cpu_seconds = TicksToSeconds(CpuTicks(p.proc->pid()));
-    up.memory = ReadMemory(p.proc->pid());
-    BurstResult counted;
-    ReadRequestLog(*fake.Admin(), {}, false, &counted, work + "/requests-startup.json");
-    up.requests = counted.requests;
-    up.writes = counted.writes;
-  }
+  startup();
   double load_after = LoadAverage();
 
   // ---- the table
@@ -1185,10 +1192,10 @@ int Run() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);
   try {
-    return Run();
+    return Run(argc > 1 && std::string(argv[1]) == "--startup-only");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench: %s\n", e.what());
     return 1;
