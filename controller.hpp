@@ -129,6 +129,7 @@ class Controller {
       while (!Synced() && !stopped_) stop_cv_.wait_for(lock, std::chrono::milliseconds(20));
       if (stopped_) return;
     }
+    ScanOrphans();
     std::string key;
     while (queue_.Get(&key)) {
       busy_since_ms_ = NowMs();
@@ -140,6 +141,37 @@ class Controller {
         queue_.Forget(key);
       }
       busy_since_ms_ = 0;
+    }
+  }
+
+  // Directories in the root named like ours ("<ns>-<claim>-pvc-<uid>") with no PV: made for a
+  // claim whose PV was never created (a crash or failure between mkdir and create, then the
+  // claim went away), or left by a Retain volume whose PV was deleted by hand. An empty one
+  // held no data: it is removed. One with files may be someone's data: it is only reported.
+  // Directories of claims still waiting to be provisioned are left for the worker.
+  void ScanOrphans() {
+    Result<std::vector<std::string>> dirs = root_->ListDirs();
+    if (!dirs.ok()) {
+      LogWarn("cannot list " + cfg_.pv_dir + " to look for orphaned directories: " + dirs.status().message());
+      return;
+    }
+    std::unordered_set<std::string> pending_uids;
+    for (const auto& c : claims_.List())
+      if (c->volume_name.empty()) pending_uids.insert(c->meta.uid);
+    for (const std::string& d : *dirs) {
+      const size_t kPv = 40;  // "pvc-" + a 36-character uid
+      if (d.size() <= kPv + 1 || d[d.size() - kPv - 1] != '-' || d.compare(d.size() - kPv, 4, "pvc-") != 0) continue;
+      std::string pv = d.substr(d.size() - kPv);
+      if (volumes_.Get(pv) || pending_uids.count(pv.substr(4))) continue;
+      Status s = root_->RemoveIfEmpty(d);
+      if (s.ok()) {
+        LogInfo("removed orphaned directory " + cfg_.pv_dir + "/" + d + ": empty, and no PersistentVolume " + pv +
+                " or pending claim refers to it");
+      } else {
+        LogWarn("orphaned directory " + cfg_.pv_dir + "/" + d + " kept: no PersistentVolume " + pv +
+                " refers to it, but " + s.message() + " (it may hold data of a Retain volume whose PV was deleted; "
+                "remove it by hand if not needed)");
+      }
     }
   }
 

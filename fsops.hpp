@@ -638,6 +638,18 @@ class Root {
 
   // Names of the directories directly inside the root (not symlinks to directories, not names
   // failing ValidName), sorted. For finding orphaned volume directories at start.
+  // Removes root/name only if it is an empty directory (one rmdir: atomic, never follows a
+  // symlink, never touches data). kConflict "not empty" when something is inside;
+  // kNotFound when nothing is there.
+  Status RemoveIfEmpty(const std::string& name) const {
+    if (!ValidName(name)) return Status::Invalid("invalid directory name \"" + fsops_detail::Printable(name) + "\"");
+    if (unlinkat(fd_, name.c_str(), AT_REMOVEDIR) == 0) return Status::Ok();
+    int err = errno;
+    std::string where = fsops_detail::Printable(fsops_detail::Join(path_, name));
+    if (err == ENOTEMPTY || err == EEXIST) return Status(Status::kConflict, where + " is not empty");
+    return PosixError("rmdir " + where, err);
+  }
+
   Result<std::vector<std::string>> ListDirs() const {
     // A descriptor of its own, so the listing has its own position.
     fsops_detail::Fd fd(openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));

@@ -404,3 +404,23 @@ TEST_CASE("kubectl delete pv of a Delete volume: data kept while bound, cleaned 
   CHECK(Eventually([&] { return !c.api.Volume(pv).is<picojson::object>(); }));
   CHECK_FALSE(Exists(dir));
 }
+
+TEST_CASE("orphaned directories at start: empty ones removed, ones with data reported and kept", "[e2e]") {
+  Cluster c;
+  auto first = std::make_unique<Provisioner>(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "live", "hostpath"));
+  REQUIRE(c.WaitBound("default", "live"));
+  first.reset();  // SIGKILL
+  std::string empty = c.pv_dir + "/default-gone-pvc-11111111-2222-4333-8444-555555555555";
+  std::string full = c.pv_dir + "/default-kept-pvc-66666666-7777-4888-8999-000000000000";
+  std::string other = c.pv_dir + "/my-own-backup";
+  for (const auto& d : {empty, full, other}) ::mkdir(d.c_str(), 0755);
+  WriteFile(full + "/data", "precious\n");
+  Provisioner second(c.api, c.pv_dir);
+  REQUIRE(Eventually([&] { return !Exists(empty); }));
+  REQUIRE(Eventually([&] { return second.Log().find("orphaned directory " + full + " kept") != std::string::npos; }));
+  CHECK(ReadFile(full + "/data") == "precious\n");
+  CHECK(Exists(other));
+  CHECK(Exists(c.DirOf("default", "live")));
+  CHECK_THAT(second.Log(), Catch::Contains("removed orphaned directory " + empty));
+}
