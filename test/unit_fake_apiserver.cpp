@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -26,12 +27,16 @@ std::string TempDir() {
   return tmpl;
 }
 
-// A started server in a fresh directory, stopped at scope end.
+// A started server in a fresh directory, stopped and its directory removed at scope end.
 struct Server {
   explicit Server(fake::ApiServerOptions opts = {}) : api(WithDir(std::move(opts))) {
     Status s = api.Start();
     INFO(s.message());
     REQUIRE(s.ok());
+  }
+  ~Server() {
+    api.Stop();
+    std::filesystem::remove_all(api.dir());
   }
   static fake::ApiServerOptions WithDir(fake::ApiServerOptions o) {
     if (o.dir.empty()) o.dir = TempDir();
@@ -515,6 +520,10 @@ TEST_CASE("the request log records user, verb, resource and code") {
 
 TEST_CASE("RBAC from YAML allows what the roles grant and denies the rest with the real message") {
   std::string dir = TempDir();
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() { std::filesystem::remove_all(d); }
+  } cleanup{dir};  // destroyed after the server below
   std::string rbac = dir + "/rbac.yaml";
   std::ofstream(rbac) << R"(apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
