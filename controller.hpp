@@ -48,7 +48,7 @@ class Controller {
  public:
   Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Root* root)
       : cfg_(cfg), ep_(std::move(ep)), root_(root), worker_conn_(ep_), api_(&worker_conn_),
-        recorder_(&api_, "hostpath-provisioner"),
+        recorder_(ep_, "hostpath-provisioner"),
         claims_("PersistentVolumeClaims", api::kClaims, &ClaimFromJson, ep_,
                 [this](const std::string& k, const Claim* now, const Claim* before) { OnClaim(k, now, before); }),
         volumes_("PersistentVolumes", api::kVolumes, &VolumeFromJson, ep_,
@@ -61,6 +61,7 @@ class Controller {
   // Starts the watches and the worker. Errors: TLS material that cannot be used.
   Status Start() {
     if (Status s = worker_conn_.Init(); !s.ok()) return s;
+    if (Status s = recorder_.Start(); !s.ok()) return s;
     for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
       if (!s.ok()) return s;
     worker_ = std::thread([this] { Work(); });
@@ -79,6 +80,7 @@ class Controller {
     queue_.ShutDown();
     if (worker_.joinable()) worker_.join();
     if (resync_.joinable()) resync_.join();
+    recorder_.Stop();
     claims_.Stop();
     volumes_.Stop();
     classes_.Stop();

@@ -1,9 +1,14 @@
 // Events on objects, as `kubectl describe` shows them. The same event repeated (same object,
 // type, reason and message) bumps the existing event's count and lastTimestamp instead of
 // adding a new one, as Kubernetes' own event recorder does. Events are best effort: a failure
-// to record one is logged, never fatal. Used from one thread (the worker).
+// to record one is logged, never fatal. Like client-go's broadcaster, events are sent by a
+// thread of their own over their own connection, so the worker never waits for them; at most
+// kQueued wait (the oldest are dropped past that, with a log line).
 #pragma once
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <ctime>
 #include <deque>
@@ -33,13 +38,66 @@ inline std::string Rfc3339Now() {
 
 class EventRecorder {
  public:
-  EventRecorder(KubeApi* api, std::string component) : api_(api), component_(std::move(component)) {}
+  EventRecorder(std::shared_ptr<const ApiEndpoint> ep, std::string component)
+      : conn_(std::move(ep)), api_(&conn_), component_(std::move(component)) {}
+  ~EventRecorder() { Stop(); }
+
+  Status Start() {
+    if (Status s = conn_.Init(); !s.ok()) return s;
+    thread_ = std::thread([this] { Run(); });
+    return Status::Ok();
+  }
+
+  // Sends what is queued (for up to a few seconds), then stops the thread.
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
 
   void Normal(const Involved& obj, const std::string& reason, const std::string& message) {
-    Record(obj, "Normal", reason, message);
+    Enqueue({obj, "Normal", reason, message});
   }
   void Warning(const Involved& obj, const std::string& reason, const std::string& message) {
-    Record(obj, "Warning", reason, message);
+    Enqueue({obj, "Warning", reason, message});
+  }
+
+ private:
+  static constexpr size_t kQueued = 1000;
+
+  struct Pending {
+    Involved obj;
+    std::string type, reason, message;
+  };
+
+  void Enqueue(Pending p) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= kQueued) {
+      LogWarn("too many events waiting; dropping " + queue_.front().reason + " on " + queue_.front().obj.name);
+      queue_.pop_front();
+    }
+    queue_.push_back(std::move(p));
+    cv_.notify_one();
+  }
+
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto deadline = std::chrono::steady_clock::time_point::max();
+    for (;;) {
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (stop_ && deadline == std::chrono::steady_clock::time_point::max())
+        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+      if (queue_.empty() || std::chrono::steady_clock::now() > deadline) return;
+      Pending p = std::move(queue_.front());
+      queue_.pop_front();
+      lock.unlock();
+      Record(p.obj, p.type, p.reason, p.message);
+      lock.lock();
+    }
   }
 
  private:
@@ -53,7 +111,7 @@ class EventRecorder {
       Event& e = it->second;
       e.count++;
       e.last_timestamp = now;
-      Status s = api_->BumpEvent(e);
+      Status s = api_.BumpEvent(e);
       if (s.ok()) return;
       if (s.code() != Status::kNotFound) {
         LogWarn("event " + reason + " on " + obj.name + " not recorded: " + s.message());
@@ -81,7 +139,7 @@ class EventRecorder {
     e.count = 1;
     e.first_timestamp = e.last_timestamp = now;
     e.source_component = component_;
-    Status s = api_->CreateEvent(e);
+    Status s = api_.CreateEvent(e);
     if (!s.ok()) {
       LogWarn("event " + reason + " on " + obj.name + " not recorded: " + s.message());
       return;
@@ -94,8 +152,14 @@ class EventRecorder {
     seen_[key] = e;
   }
 
-  KubeApi* api_;
+  ApiConnection conn_;  // used by the recorder's thread only
+  KubeApi api_;
   std::string component_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;
+  bool stop_ = false;
+  std::thread thread_;
   std::unordered_map<std::string, Event> seen_;
   std::deque<std::string> order_;
 };
