@@ -3,6 +3,8 @@
 // seen, relists on 410 Gone, and backs off (capped, jittered, Retry-After honoured) on
 // errors. Every change calls the handler with the object's key. One thread per informer.
 #pragma once
+#include <malloc.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -15,6 +17,7 @@
 
 #include "k8s.hpp"
 #include "log.hpp"
+#include "reconcile.hpp"
 
 // The cache key of an object: "namespace/name", or "name" when cluster-scoped.
 inline std::string KeyOf(const ObjectMeta& m) { return m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name; }
@@ -129,6 +132,7 @@ class Informer {
           LogWarn(kind_ + ": skipping an object that cannot be read: " + obj.status().message());
           continue;
         }
+        SlimForCache(&*obj);
         std::string key = KeyOf(obj->meta);
         fresh[key] = std::make_shared<const T>(std::move(*obj));
       }
@@ -149,6 +153,8 @@ class Informer {
     }
     *rv = list_rv;
     synced_ = true;
+    fresh.clear();
+    malloc_trim(0);  // a list's parse trees are gone: give their memory back
     LogDebug(1, kind_ + ": listed " + std::to_string(Size()) + " at resourceVersion " + list_rv);
     for (const auto& [key, pair] : changes) handler_(key, pair.first.get(), pair.second.get());
     return Status::Ok();
@@ -196,6 +202,7 @@ class Informer {
       LogWarn(kind_ + ": skipping a watch event that cannot be read: " + obj.status().message());
       return Status::Ok();
     }
+    SlimForCache(&*obj);
     std::string key = KeyOf(obj->meta);
     *rv = obj->meta.resource_version;
     auto now = std::make_shared<const T>(std::move(*obj));

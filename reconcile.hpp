@@ -243,3 +243,43 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
   a.dir_name = dir;
   return a;
 }
+
+// Cached objects keep only what the decisions above read (as client-go's informer transforms
+// do): with thousands of claims and volumes this is most of the provisioner's memory.
+// A bound claim is never acted on; a volume that is not ours is never acted on.
+inline void SlimForCache(Claim* c) {
+  std::map<std::string, std::string> keep;
+  for (const char* k : {ann::kStorageProvisioner, ann::kBetaStorageProvisioner, ann::kSelectedNode}) {
+    auto it = c->meta.annotations.find(k);
+    if (it != c->meta.annotations.end()) keep.emplace(it->first, it->second);
+  }
+  c->meta.annotations.swap(keep);
+  c->meta.labels.clear();
+  c->meta.finalizers.clear();
+  if (!c->volume_name.empty()) {
+    c->meta.annotations.clear();
+    c->access_modes.clear();
+    c->storage_request.clear();
+  }
+}
+
+inline void SlimForCache(Volume* v) {
+  std::map<std::string, std::string> keep;
+  auto it = v->meta.annotations.find(ann::kProvisionedBy);
+  if (it != v->meta.annotations.end()) keep.emplace(it->first, it->second);
+  v->meta.annotations.swap(keep);
+  v->meta.labels.clear();
+  v->access_modes.clear();
+  v->mount_options.clear();
+  v->capacity.clear();
+  v->storage_class_name.clear();
+  v->volume_mode.clear();
+  if (v->meta.annotations.empty()) {  // not provisioned by anyone we could be
+    v->claim_ref = {};
+    v->host_path.clear();
+    v->host_path_type.clear();
+    v->meta.finalizers.clear();
+  }
+}
+
+inline void SlimForCache(StorageClass*) {}

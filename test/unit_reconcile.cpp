@@ -269,3 +269,38 @@ TEST_CASE("a PV deleted by hand: Delete volumes are cleaned, Retain only release
   v.meta.finalizers.clear();
   CHECK(DecideVolume(TestConfig(), v).kind == Action::kNothing);
 }
+
+TEST_CASE("slimming an object for the cache never changes a decision", "[reconcile]") {
+  StorageClass sc = OurClass();
+  std::vector<Claim> claims;
+  claims.push_back(OurClaim());
+  Claim bound = OurClaim();
+  bound.volume_name = "pvc-x";
+  bound.phase = "Bound";
+  claims.push_back(bound);
+  Claim foreign = OurClaim();
+  foreign.meta.annotations[ann::kStorageProvisioner] = "other";
+  foreign.meta.labels["app"] = "x";
+  claims.push_back(foreign);
+  for (Claim c : claims) {
+    Action before = DecideClaim(TestConfig(), c, &sc, nullptr);
+    SlimForCache(&c);
+    Action after = DecideClaim(TestConfig(), c, &sc, nullptr);
+    CHECK(before.kind == after.kind);
+    CHECK(before.volume.host_path == after.volume.host_path);
+  }
+  std::vector<Volume> volumes = {Released()};
+  Volume deleting = Released();
+  deleting.meta.deleting = true;
+  volumes.push_back(deleting);
+  Volume foreign_pv = Released();
+  foreign_pv.meta.annotations.clear();
+  volumes.push_back(foreign_pv);
+  for (Volume v : volumes) {
+    Action before = DecideVolume(TestConfig(), v);
+    SlimForCache(&v);
+    Action after = DecideVolume(TestConfig(), v);
+    CHECK(before.kind == after.kind);
+    CHECK(before.dir_name == after.dir_name);
+  }
+}
