@@ -90,7 +90,9 @@ class WorkQueue {
       if (delayed_.empty()) {
         cv_.wait(lock);
       } else {
-        cv_.wait_until(lock, delayed_.begin()->first);
+        // A copy: the set's node may be erased by another thread while we wait.
+        Clock::time_point next = delayed_.begin()->first;
+        cv_.wait_until(lock, next);
       }
     }
   }

@@ -260,6 +260,7 @@ inline void SlimForCache(Claim* c) {
     c->meta.annotations.clear();
     c->access_modes.clear();
     c->storage_request.clear();
+    c->storage_class_name.clear();
   }
 }
 
@@ -274,7 +275,9 @@ inline void SlimForCache(Volume* v) {
   v->capacity.clear();
   v->storage_class_name.clear();
   v->volume_mode.clear();
-  if (v->meta.annotations.empty()) {  // not provisioned by anyone we could be
+  // Not provisioned by anyone we could be, or bound and not being deleted: nothing to do until
+  // a later version (which the watch brings whole) says otherwise.
+  if (v->meta.annotations.empty() || (v->phase == "Bound" && !v->meta.deleting)) {
     v->claim_ref = {};
     v->host_path.clear();
     v->host_path_type.clear();
