@@ -251,6 +251,7 @@ class ApiConnection {
   Status Stream(const std::string& path, const std::function<bool(const std::string&)>& on_line,
                 std::chrono::seconds read_timeout) {
     cli_->set_read_timeout(read_timeout);
+    last_retry_after_ = 0;
     httplib::Headers headers = Headers();
     int code = 0;
     int retry_after = 0;
@@ -294,7 +295,7 @@ class ApiConnection {
     if (cli_) cli_->stop();
   }
 
-  // The Retry-After of the last failed stream, in seconds (0 if none).
+  // The Retry-After of the last answer (request or stream), in seconds (0 if none).
   int last_retry_after() const { return last_retry_after_; }
 
  private:
@@ -325,6 +326,7 @@ class ApiConnection {
   Result<HttpResponse> Once(const std::string& method, const std::string& path, const std::string& body,
                             const std::string& content_type, std::chrono::seconds timeout) {
     cli_->set_read_timeout(timeout);
+    last_retry_after_ = 0;
     httplib::Headers headers = Headers();
     httplib::Result res{nullptr, httplib::Error::Unknown};
     if (method == "GET") {
@@ -351,6 +353,7 @@ class ApiConnection {
     out.status = res->status;
     out.body = std::move(res->body);
     if (res->has_header("Retry-After")) out.retry_after = std::atoi(res->get_header_value("Retry-After").c_str());
+    last_retry_after_ = out.retry_after;
     return out;
   }
 
