@@ -182,6 +182,15 @@ class Restartable {
     Kill();
     Start();
   }
+  // Throws when the current process has exited on its own (it never should: only the test
+  // kills it), with its exit code and log, so a wait does not run into its time limit blind.
+  void ThrowIfExited() {
+    int code = 0;
+    if (proc_ && proc_->process().WaitFor(std::chrono::milliseconds(1), &code))
+      throw std::runtime_error("the provisioner exited with code " + std::to_string(code) +
+                               (code == 127 ? " (could not exec the binary: rebuilt meanwhile?)" : "") + "; its log:\n" +
+                               proc_->Log());
+  }
   int kills() const { return kills_; }
   bool running() const { return proc_ != nullptr; }
   // The logs of every run so far, the current one last.
