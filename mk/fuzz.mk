@@ -83,17 +83,18 @@ $(ASAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
 	@mkdir -p $(@D)
 	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
 
-# Sanitizer reports go to files (log_path), so that those of the provisioner and the fake,
+# Sanitizer reports go to files (log_path; ASan and UBSan share one, the last set wins, so both
+# name the same), so that those of the provisioner and the fake,
 # which run as child processes of the e2e tests, are not lost in their logs.
 sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
 	@rm -rf $(ASAN_DIR)/reports; mkdir -p $(ASAN_DIR)/reports; \
 	reports=$$(realpath $(ASAN_DIR)/reports); \
-	ASAN_OPTIONS=log_path=$$reports/asan:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
-	UBSAN_OPTIONS=log_path=$$reports/ubsan:print_stacktrace=1 \
+	ASAN_OPTIONS=log_path=$$reports/report:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+	UBSAN_OPTIONS=log_path=$$reports/report:print_stacktrace=1 \
 	PROVISIONER=$(ASAN_PROV) FAKE_APISERVER=$(ASAN_FAKE) \
 	  bash test/run.sh $(ASAN_UNIT) $(ASAN_E2E); rc=$$?; \
 	if [ -n "$$(ls $$reports)" ]; then \
 	  for f in $$reports/*; do echo "=== sanitizer report $$f"; cat $$f; done; \
 	  echo "sanitize: $$(ls $$reports | wc -l) sanitizer report(s) in $(ASAN_DIR)/reports/"; exit 1; \
 	fi; \
-	[ $$rc -eq 0 ] && echo "sanitize: no sanitizer reports"; exit $$rc
+	echo "sanitize: no sanitizer reports$$([ $$rc -eq 0 ] || echo ', but test failures (above)')"; exit $$rc
