@@ -618,3 +618,21 @@ TEST_CASE("a directory made for a claim deleted before its PV was created is rem
   CHECK(Volumes(c.api).count(gone[0].pv()) == 0);
   CHECK(Volumes(c.api).count(gone[1].pv()) == 0);
 }
+
+TEST_CASE("a directory orphaned while the provisioner runs is removed without waiting for a restart",
+          "[.][known-bug][e2e][faults]") {
+  Cluster c;
+  Restartable prov(c.api, c.pv_dir, {{"RESYNC_PERIOD", "1"}});
+  // The PV create fails three times; the claim is deleted after its directory was made, while
+  // the provisioner is backing off. No restart follows; resync passes run every second.
+  REQUIRE(Inject(c.api, {"create", "persistentvolumes", 500, 3}));
+  TrackedClaim t = CreateClaim(c.api, "given-up", kDeleteClass, false);
+  std::string dir = c.pv_dir + "/" + t.dir_name();
+  REQUIRE(Eventually([&] { return Exists(dir); }));
+  REQUIRE(DeleteClaim(c.api, t));
+  TrackedClaim after = CreateClaim(c.api, "after", kDeleteClass, false);
+  REQUIRE(Eventually([&] { return IsBoundTo(Claims(c.api), after); }));
+  INFO("log:\n" << LinesWith(prov.Logs(), "given-up"));
+  CHECK(Eventually([&] { return !Exists(dir); }, seconds(10)));
+  CHECK(Volumes(c.api).count(t.pv()) == 0);
+}
