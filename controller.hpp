@@ -104,6 +104,8 @@ class Controller {
         .count();
   }
 
+  static constexpr const char* kScanOrphans = "scan/orphans";
+
   void OnClaim(const std::string& key, const Claim*, const Claim*) { queue_.Add("claim/" + key); }
   void OnVolume(const std::string& key, const Volume*, const Volume*) { queue_.Add("volume/" + key); }
   // A class appeared or changed: claims of that class that failed may now succeed.
@@ -120,6 +122,7 @@ class Controller {
         if (c->volume_name.empty()) queue_.Add("claim/" + KeyOf(c->meta));
       for (const auto& v : volumes_.List())
         if (v->phase != "Bound") queue_.Add("volume/" + v->meta.name);
+      queue_.Add(kScanOrphans);  // on the worker: never beside a provision in progress
     }
   }
 
@@ -135,6 +138,11 @@ class Controller {
     std::string key;
     while (queue_.Get(&key)) {
       busy_since_ms_ = NowMs();
+      if (key == kScanOrphans) {
+        ScanOrphans();
+        busy_since_ms_ = 0;
+        continue;
+      }
       Outcome o = key.rfind("claim/", 0) == 0 ? SyncClaim(key.substr(6)) : SyncVolume(key.substr(7));
       if (o.retry) {
         auto d = queue_.AddRateLimited(key, std::chrono::seconds(o.retry_after));

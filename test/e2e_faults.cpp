@@ -620,7 +620,7 @@ TEST_CASE("a directory made for a claim deleted before its PV was created is rem
 }
 
 TEST_CASE("a directory orphaned while the provisioner runs is removed without waiting for a restart",
-          "[.][known-bug][e2e][faults]") {
+          "[e2e][faults]") {
   Cluster c;
   Restartable prov(c.api, c.pv_dir, {{"RESYNC_PERIOD", "1"}});
   // The PV create fails three times; the claim is deleted after its directory was made, while
