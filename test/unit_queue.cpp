@@ -64,3 +64,19 @@ TEST_CASE("ShutDown wakes a waiting Get", "[queue]") {
   CHECK_FALSE(q.Get(&k));
   t.join();
 }
+
+TEST_CASE("Add of a key that a waiting Get is timing out on (regression: use-after-free)", "[queue]") {
+  // Get waits until the delayed key is due; Add makes it due now and erases the delayed entry
+  // that Get's wait was timed by. Under AddressSanitizer (make sanitize) this used to crash.
+  WorkQueue q;
+  q.AddAfter("k", milliseconds(500));
+  std::string k;
+  std::thread t([&] {
+    std::this_thread::sleep_for(milliseconds(50));
+    q.Add("k");
+  });
+  REQUIRE(q.Get(&k));
+  CHECK(k == "k");
+  t.join();
+  CHECK(q.Depth() == 0);
+}
