@@ -190,6 +190,9 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
     return Fail(failed, "storage request \"" + claim.storage_request + "\" is not a valid quantity: " + q.status().message());
   if (IsNegative(*q))
     return Fail(failed, "storage request \"" + claim.storage_request + "\" is negative");
+  int64_t bytes = 0;
+  if (!QuantityBytes(*q, &bytes))
+    return Fail(failed, "storage request \"" + claim.storage_request + "\" is too large (more than 8 EiB)");
   if (VolumeDirName(claim.meta.namespace_, claim.meta.name, VolumeNameFor(claim)).empty() ||
       !reconcile_detail::SafeNamePart(claim.meta.uid, 128))
     return Fail(failed, "namespace, name or uid is not a valid Kubernetes name; refusing to make a path of it");

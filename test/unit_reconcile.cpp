@@ -154,6 +154,7 @@ TEST_CASE("claims we cannot serve fail with a reason that says why", "[reconcile
       {"no request", [](Claim& c) { c.storage_request = ""; }, [](StorageClass&) {}, "requests.storage is missing"},
       {"bad quantity", [](Claim& c) { c.storage_request = "10Xi"; }, [](StorageClass&) {}, "\"10Xi\" is not a valid quantity"},
       {"negative", [](Claim& c) { c.storage_request = "-1Gi"; }, [](StorageClass&) {}, "negative"},
+      {"absurd", [](Claim& c) { c.storage_request = "1e30"; }, [](StorageClass&) {}, "\"1e30\" is too large"},
       {"bad namespace", [](Claim& c) { c.meta.namespace_ = "../etc"; }, [](StorageClass&) {}, "not a valid Kubernetes name"},
       {"bad uid path", [](Claim& c) { c.meta.uid = "../../x"; }, [](StorageClass&) {}, "not a valid Kubernetes name"},
   };
