@@ -104,17 +104,7 @@ class LeaderElector {
 
  private:
   // RFC 3339 with microseconds, as metav1.MicroTime.
-  static std::string MicroTime() {
-    auto now = std::chrono::system_clock::now();
-    std::time_t secs = std::chrono::system_clock::to_time_t(now);
-    long us = static_cast<long>(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000);
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                  tm.tm_hour, tm.tm_min, tm.tm_sec, us);
-    return buf;
-  }
+  static std::string MicroTime() { return logging::UtcNow(6); }
 
   picojson::value NewLease(const std::string& now, double transitions) const {
     picojson::object meta, spec, lease;

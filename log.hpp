@@ -18,18 +18,24 @@ enum class Level { kError, kWarn, kInfo, kDebug };
 inline std::atomic<int>& Verbosity() { static std::atomic<int> v{0}; return v; }
 inline std::atomic<bool>& Json() { static std::atomic<bool> j{false}; return j; }
 
-// Now as "2026-11-21T22:10:00.123Z".
-inline std::string TimestampUtc() {
+// Now in UTC, RFC 3339, with `digits` (0, 3 or 6) digits of fractional seconds:
+// "2026-11-21T22:10:00Z", "...00.123Z" (log lines), "...00.123456Z" (metav1.MicroTime).
+inline std::string UtcNow(int digits) {
   auto now = std::chrono::system_clock::now();
   std::time_t secs = std::chrono::system_clock::to_time_t(now);
-  int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  long us = static_cast<long>(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
   char buf[80];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                        tm.tm_hour, tm.tm_min, tm.tm_sec);
+  if (digits == 3) n += std::snprintf(buf + n, sizeof buf - n, ".%03ld", us / 1000);
+  if (digits == 6) n += std::snprintf(buf + n, sizeof buf - n, ".%06ld", us);
+  std::snprintf(buf + n, sizeof buf - n, "Z");
   return buf;
 }
+
+inline std::string TimestampUtc() { return UtcNow(3); }
 
 inline std::string JsonEscape(const std::string& s) {
   std::string out;

@@ -27,14 +27,6 @@ struct Involved {
   std::string resource_version;
 };
 
-inline std::string Rfc3339Now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 class EventRecorder {
  public:
@@ -105,7 +97,7 @@ class EventRecorder {
 
   void Record(const Involved& obj, const std::string& type, const std::string& reason, const std::string& message) {
     std::string key = obj.uid + "\n" + type + "\n" + reason + "\n" + message;
-    std::string now = Rfc3339Now();
+    std::string now = logging::UtcNow(0);
     auto it = seen_.find(key);
     if (it != seen_.end()) {
       Event& e = it->second;
