@@ -3,6 +3,7 @@
 // per-key exponential backoff (capped, jittered) until Forget() clears their count.
 // Thread-safe. Get() sleeps until a key is due: an idle queue wakes nobody.
 #pragma once
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -22,11 +23,20 @@ class WorkQueue {
             std::chrono::milliseconds cap = std::chrono::minutes(5))
       : base_(base), cap_(cap), rng_(std::random_device{}()) {}
 
-  // Makes `key` due now (unless it is already waiting to run now).
+  // Makes `key` due now (unless it is already waiting to run now) — or, while a server's
+  // Retry-After given to AddRateLimited holds for it, when that ends.
   void Add(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    AddLocked(key);
-    cv_.notify_one();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto hold = not_before_.find(key);
+      if (hold == not_before_.end() || hold->second <= Clock::now()) {
+        AddLocked(key);
+        cv_.notify_one();
+        return;
+      }
+    }
+    AddAfter(key, std::chrono::duration_cast<std::chrono::milliseconds>(not_before_[key] - Clock::now()) +
+                      std::chrono::milliseconds(1));
   }
 
   // Makes `key` due after `delay` (an earlier pending time wins).
@@ -58,6 +68,11 @@ class WorkQueue {
       std::uniform_real_distribution<double> jitter(0.8, 1.2);
       delay = std::chrono::milliseconds(static_cast<long>(ms * jitter(rng_)));
       if (delay < at_least) delay = at_least;
+      if (at_least.count() > 0) {
+        not_before_[key] = Clock::now() + at_least;
+        // Added again while it was being worked on (a watch event): the server's word wins.
+        if (queued_.erase(key)) ready_.erase(std::find(ready_.begin(), ready_.end(), key));
+      }
     }
     AddAfter(key, delay);
     return delay;
@@ -67,6 +82,7 @@ class WorkQueue {
   void Forget(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     failures_.erase(key);
+    not_before_.erase(key);
   }
 
   int Failures(const std::string& key) {
@@ -136,6 +152,7 @@ class WorkQueue {
   std::set<std::pair<Clock::time_point, std::string>> delayed_;
   std::unordered_map<std::string, Clock::time_point> delayed_at_;
   std::unordered_map<std::string, int> failures_;
+  std::unordered_map<std::string, Clock::time_point> not_before_;  // a server's Retry-After
   std::chrono::milliseconds base_, cap_;
   std::mt19937 rng_;
   bool shutdown_ = false;

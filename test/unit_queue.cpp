@@ -80,3 +80,33 @@ TEST_CASE("Add of a key that a waiting Get is timing out on (regression: use-aft
   t.join();
   CHECK(q.Depth() == 0);
 }
+
+TEST_CASE("a server's Retry-After holds the key even when it is added again", "[queue]") {
+  WorkQueue q(milliseconds(10), milliseconds(100));
+  q.AddRateLimited("k", milliseconds(300));
+  q.Add("k");  // e.g. a watch event for the same object
+  q.Add("other");
+  std::string k;
+  REQUIRE(q.Get(&k));
+  CHECK(k == "other");
+  auto start = std::chrono::steady_clock::now();
+  REQUIRE(q.Get(&k));
+  CHECK(k == "k");
+  CHECK(std::chrono::steady_clock::now() - start >= milliseconds(250));  // an ordering bound, not a speed check
+  q.Forget("k");
+  q.Add("k");
+  CHECK(q.Depth() == 1);
+}
+
+TEST_CASE("a key added while being worked on still waits out the server's Retry-After", "[queue]") {
+  WorkQueue q;
+  q.Add("k");
+  std::string k;
+  REQUIRE(q.Get(&k));
+  q.Add("k");                                // a watch event while the worker handles "k"
+  q.AddRateLimited("k", milliseconds(300));  // the handler got 429 with Retry-After
+  q.Add("other");
+  REQUIRE(q.Get(&k));
+  CHECK(k == "other");
+  CHECK(q.Depth() == 1);  // "k" waits for its delay
+}
