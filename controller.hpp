@@ -7,6 +7,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -50,11 +51,11 @@ class Controller {
       : cfg_(cfg), ep_(std::move(ep)), root_(root), worker_conn_(ep_), api_(&worker_conn_),
         recorder_(ep_, "hostpath-provisioner"),
         claims_("PersistentVolumeClaims", api::kClaims, &ClaimFromJson, ep_,
-                [this](const std::string& k, const Claim* now, const Claim* before) { OnClaim(k, now, before); }),
+                [this](const std::string& k) { OnClaim(k); }),
         volumes_("PersistentVolumes", api::kVolumes, &VolumeFromJson, ep_,
-                 [this](const std::string& k, const Volume* now, const Volume* before) { OnVolume(k, now, before); }),
+                 [this](const std::string& k) { OnVolume(k); }),
         classes_("StorageClasses", api::kClasses, &StorageClassFromJson, ep_,
-                 [this](const std::string& k, const StorageClass* now, const StorageClass*) { OnClass(k, now); }) {}
+                 [this](const std::string& k) { OnClass(k); }) {}
 
   ~Controller() { Stop(); }
 
@@ -106,22 +107,25 @@ class Controller {
 
   static constexpr const char* kScanOrphans = "scan/orphans";
 
-  void OnClaim(const std::string& key, const Claim*, const Claim*) { queue_.Add("claim/" + key); }
-  void OnVolume(const std::string& key, const Volume*, const Volume*) { queue_.Add("volume/" + key); }
+  void OnClaim(const std::string& key) { queue_.Add("claim/" + key); }
+  void OnVolume(const std::string& key) { queue_.Add("volume/" + key); }
   // A class appeared or changed: claims of that class that failed may now succeed.
-  void OnClass(const std::string& name, const StorageClass* now) {
-    if (now == nullptr || !claims_.Synced()) return;
-    for (const auto& c : claims_.List())
-      if (c->storage_class_name == name && c->volume_name.empty()) queue_.Add("claim/" + KeyOf(c->meta));
+  void OnClass(const std::string& name) {
+    if (!claims_.Synced() || !classes_.Get(name)) return;
+    claims_.ForEach([&](const Claim& c) {
+      if (c.storage_class_name == name && c.volume_name.empty()) queue_.Add("claim/" + KeyOf(c.meta));
+    });
   }
 
   void Resync() {
     std::unique_lock<std::mutex> lock(stop_mu_);
     while (!stop_cv_.wait_for(lock, std::chrono::seconds(cfg_.resync_seconds), [this] { return stopped_; })) {
-      for (const auto& c : claims_.List())
-        if (c->volume_name.empty()) queue_.Add("claim/" + KeyOf(c->meta));
-      for (const auto& v : volumes_.List())
-        if (v->phase != "Bound") queue_.Add("volume/" + v->meta.name);
+      claims_.ForEach([&](const Claim& c) {
+        if (c.volume_name.empty()) queue_.Add("claim/" + KeyOf(c.meta));
+      });
+      volumes_.ForEach([&](const Volume& v) {
+        if (v.phase != "Bound") queue_.Add("volume/" + v.meta.name);
+      });
       queue_.Add(kScanOrphans);  // on the worker: never beside a provision in progress
     }
   }
@@ -166,8 +170,9 @@ class Controller {
       return;
     }
     std::unordered_set<std::string> pending_uids;
-    for (const auto& c : claims_.List())
-      if (c->volume_name.empty()) pending_uids.insert(c->meta.uid);
+    claims_.ForEach([&](const Claim& c) {
+      if (c.volume_name.empty()) pending_uids.insert(c.meta.uid);
+    });
     for (const std::string& d : *dirs) {
       const size_t kPv = 40;  // "pvc-" + a 36-character uid
       if (d.size() <= kPv + 1 || d[d.size() - kPv - 1] != '-' || d.compare(d.size() - kPv, 4, "pvc-") != 0) continue;
@@ -203,14 +208,14 @@ class Controller {
   static Involved Of(const Volume& v) { return {"PersistentVolume", "", v.meta.name, v.meta.uid, v.meta.resource_version}; }
 
   Outcome SyncClaim(const std::string& key) {
-    std::shared_ptr<const Claim> claim = claims_.Get(key);
+    std::optional<Claim> claim = claims_.Get(key);
     if (!claim) return Done();  // gone
-    std::shared_ptr<const StorageClass> sc;
+    std::optional<StorageClass> sc;
     if (!claim->storage_class_name.empty()) sc = classes_.Get(claim->storage_class_name);
     std::string pv_name = VolumeNameFor(*claim);
-    std::shared_ptr<const Volume> existing = volumes_.Get(pv_name);
+    std::optional<Volume> existing = volumes_.Get(pv_name);
     if (!existing && created_.count(pv_name)) return Done();  // made it; its watch event is on the way
-    Action a = DecideClaim(cfg_, *claim, sc.get(), existing.get());
+    Action a = DecideClaim(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr);
     switch (a.kind) {
       case Action::kNothing:
         LogDebug(2, "claim " + key + ": nothing to do: " + a.why);
@@ -274,7 +279,7 @@ class Controller {
   }
 
   Outcome SyncVolume(const std::string& name) {
-    std::shared_ptr<const Volume> v = volumes_.Get(name);
+    std::optional<Volume> v = volumes_.Get(name);
     created_.erase(name);
     if (!v) {
       deleted_.erase(name);

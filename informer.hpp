@@ -2,6 +2,7 @@
 // watches from the list's resourceVersion, resumes a dropped watch from the last version
 // seen, relists on 410 Gone, and backs off (capped, jittered, Retry-After honoured) on
 // errors. Every change calls the handler with the object's key. One thread per informer.
+// Objects are cached packed (packed.hpp), slimmed to the fields decisions read.
 #pragma once
 #include <malloc.h>
 
@@ -9,6 +10,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -17,6 +19,7 @@
 
 #include "k8s.hpp"
 #include "log.hpp"
+#include "packed.hpp"
 #include "reconcile.hpp"
 
 // The cache key of an object: "namespace/name", or "name" when cluster-scoped.
@@ -26,9 +29,9 @@ template <class T>
 class Informer {
  public:
   using Parse = Result<T> (*)(const picojson::value&);
-  // Called (outside the cache lock) after each change: the key, the new object or nullptr if
-  // it is gone, and the previous one or nullptr if it is new.
-  using Handler = std::function<void(const std::string& key, const T* now, const T* before)>;
+  // Called (outside the cache lock) after each change with the key of the object that was
+  // added, changed or removed.
+  using Handler = std::function<void(const std::string& key)>;
 
   Informer(std::string kind, std::string collection, Parse parse, std::shared_ptr<const ApiEndpoint> ep, Handler handler)
       : kind_(std::move(kind)), collection_(std::move(collection)), parse_(parse), conn_(ep), handler_(std::move(handler)),
@@ -64,20 +67,19 @@ class Informer {
   // Watches restarted for any reason (stream ended, error, 410).
   long WatchRestarts() const { return restarts_; }
 
-  // The cached object, or nullptr. The object is shared and must not be changed.
-  std::shared_ptr<const T> Get(const std::string& key) const {
+  // A copy of the cached object, if there is one.
+  std::optional<T> Get(const std::string& key) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = items_.find(key);
-    return it == items_.end() ? nullptr : it->second;
+    if (it == items_.end()) return std::nullopt;
+    return Unpack<T>(it->second);
   }
 
-  // A snapshot of every cached object (for resync and rare scans).
-  std::vector<std::shared_ptr<const T>> List() const {
+  // Calls fn with each cached object in turn (for resync and rare scans), holding the cache
+  // lock: fn must not call this informer.
+  void ForEach(const std::function<void(const T&)>& fn) const {
     std::lock_guard<std::mutex> lock(mu_);
-    std::vector<std::shared_ptr<const T>> out;
-    out.reserve(items_.size());
-    for (const auto& [k, v] : items_) out.push_back(v);
-    return out;
+    for (const auto& [key, record] : items_) fn(Unpack<T>(record));
   }
 
   size_t Size() const {
@@ -121,42 +123,40 @@ class Informer {
 
   Status Relist(std::string* rv) {
     KubeApi api(&conn_);
-    std::unordered_map<std::string, std::shared_ptr<const T>> fresh;
+    std::unordered_map<std::string, std::string> fresh;
     std::string token, list_rv;
-    do {
-      Result<ListPage> page = api.List(collection_, token);
-      if (!page.ok()) return page.status();
-      for (const picojson::value& item : page->items) {
-        Result<T> obj = parse_(item);
-        if (!obj.ok()) {
-          LogWarn(kind_ + ": skipping an object that cannot be read: " + obj.status().message());
-          continue;
-        }
-        SlimForCache(&*obj);
-        std::string key = KeyOf(obj->meta);
-        fresh[key] = std::make_shared<const T>(std::move(*obj));
+    auto add = [&](const picojson::value& item) {
+      Result<T> obj = parse_(item);
+      if (!obj.ok()) {
+        LogWarn(kind_ + ": skipping an object that cannot be read: " + obj.status().message());
+        return;
       }
+      SlimForCache(&*obj);
+      fresh[KeyOf(obj->meta)] = Pack(*obj);
+    };
+    do {
+      Result<ListPage> page = api.List(collection_, token, add);
+      if (!page.ok()) return page.status();
       token = page->continue_token;
       list_rv = page->resource_version;
     } while (!token.empty() && !Stopping());
-    std::vector<std::pair<std::string, std::pair<std::shared_ptr<const T>, std::shared_ptr<const T>>>> changes;
+    std::vector<std::string> changed;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [key, obj] : fresh) {
+      for (const auto& [key, record] : fresh) {
         auto it = items_.find(key);
-        if (it == items_.end() || it->second->meta.resource_version != obj->meta.resource_version)
-          changes.push_back({key, {obj, it == items_.end() ? nullptr : it->second}});
+        if (it == items_.end() || it->second != record) changed.push_back(key);
       }
-      for (const auto& [key, obj] : items_)
-        if (fresh.find(key) == fresh.end()) changes.push_back({key, {nullptr, obj}});
+      for (const auto& [key, record] : items_)
+        if (fresh.find(key) == fresh.end()) changed.push_back(key);
       items_.swap(fresh);
     }
     *rv = list_rv;
     synced_ = true;
-    fresh.clear();
-    malloc_trim(0);  // a list's parse trees are gone: give their memory back
+    std::unordered_map<std::string, std::string>().swap(fresh);
+    malloc_trim(0);  // the previous cache and the list's buffers are gone: give memory back
     LogDebug(1, kind_ + ": listed " + std::to_string(Size()) + " at resourceVersion " + list_rv);
-    for (const auto& [key, pair] : changes) handler_(key, pair.first.get(), pair.second.get());
+    for (const std::string& key : changed) handler_(key);
     return Status::Ok();
   }
 
@@ -205,19 +205,15 @@ class Informer {
     SlimForCache(&*obj);
     std::string key = KeyOf(obj->meta);
     *rv = obj->meta.resource_version;
-    auto now = std::make_shared<const T>(std::move(*obj));
-    std::shared_ptr<const T> before;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = items_.find(key);
-      if (it != items_.end()) before = it->second;
       if (ev->type == "DELETED") {
         items_.erase(key);
       } else {
-        items_[key] = now;
+        items_[key] = Pack(*obj);
       }
     }
-    handler_(key, ev->type == "DELETED" ? nullptr : now.get(), before.get());
+    handler_(key);
     return Status::Ok();
   }
 
@@ -237,7 +233,7 @@ class Informer {
   Handler handler_;
   std::thread thread_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const T>> items_;
+  std::unordered_map<std::string, std::string> items_;  // key -> packed object
   std::atomic<bool> synced_{false};
   std::atomic<long> restarts_{0};
   std::atomic<bool> done_{false};

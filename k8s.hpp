@@ -374,15 +374,17 @@ class KubeApi {
  public:
   explicit KubeApi(ApiConnection* conn) : conn_(conn) {}
 
-  // One page of a collection (limit 500 per request; follow continue_token).
-  Result<ListPage> List(const std::string& collection, const std::string& continue_token) {
+  // One page of a collection (limit 500 per request; follow continue_token). Each item goes
+  // to on_item as it is parsed; see ParseList.
+  Result<ListPage> List(const std::string& collection, const std::string& continue_token,
+                        const std::function<void(const picojson::value&)>& on_item) {
     std::string path = collection + "?limit=500";
     if (!continue_token.empty()) path += "&continue=" + httplib::detail::encode_query_param(continue_token);
     auto r = conn_->Request("GET", path);
     if (Status s = Check(r, "list " + collection); !s.ok()) return s;
-    auto json = ParseJson(r->body);
-    if (!json.ok()) return json.status().Wrap("list " + collection);
-    return ParseList(*json);
+    Result<ListPage> page = ParseList(r->body, on_item);
+    if (!page.ok()) return page.status().Wrap("reading " + collection);
+    return page;
   }
 
   // POST /api/v1/persistentvolumes. AlreadyExists comes back as kConflict.

@@ -409,15 +409,10 @@ inline bool PreScan(const std::string& text, size_t* at, std::string* why) {
   return true;
 }
 
-#undef K8S_JSON_TRY
-
-}  // namespace k8s_json_detail
-
-// Parses JSON text. Errors (kInvalid) say "invalid JSON at byte N: why" for bad syntax,
-// trailing data, invalid UTF-8, nesting deeper than 256 levels, or a number beyond double's
-// range; text over 64 MiB is refused unread. Never throws.
-inline Result<picojson::value> ParseJson(const std::string& text) {
-  using namespace k8s_json_detail;
+// Runs picojson's parser with `ctx` over the whole of `text` (see ParseJson for the checks
+// and the errors). Never throws.
+template <class Context>
+Status ParseJsonWith(const std::string& text, Context& ctx) {
   auto fail = [](size_t at, const std::string& why) {
     return Status::Invalid("invalid JSON at byte " + std::to_string(at) + ": " + why);
   };
@@ -426,10 +421,8 @@ inline Result<picojson::value> ParseJson(const std::string& text) {
   size_t at = 0;
   std::string why;
   if (!PreScan(text, &at, &why)) return fail(at, why);
-  picojson::value v;
   std::string::const_iterator end;
   try {
-    picojson::default_parse_context ctx(&v, kMaxJsonDepth);
     picojson::input<std::string::const_iterator> in(text.begin(), text.end());
     bool parsed = picojson::_parse(ctx, in);
     end = in.cur();
@@ -445,6 +438,21 @@ inline Result<picojson::value> ParseJson(const std::string& text) {
     if (*it != ' ' && *it != '\t' && *it != '\n' && *it != '\r')
       return fail(static_cast<size_t>(it - text.begin()), "unexpected data after the value");
   }
+  return Status::Ok();
+}
+
+#undef K8S_JSON_TRY
+
+}  // namespace k8s_json_detail
+
+// Parses JSON text. Errors (kInvalid) say "invalid JSON at byte N: why" for bad syntax,
+// trailing data, invalid UTF-8, nesting deeper than 256 levels, or a number beyond double's
+// range; text over 64 MiB is refused unread. Never throws.
+inline Result<picojson::value> ParseJson(const std::string& text) {
+  picojson::value v;
+  picojson::default_parse_context ctx(&v, k8s_json_detail::kMaxJsonDepth);
+  Status s = k8s_json_detail::ParseJsonWith(text, ctx);
+  if (!s.ok()) return s;
   return v;
 }
 
@@ -639,28 +647,113 @@ inline Result<WatchEvent> ParseWatchEvent(const std::string& line) {
   return ev;
 }
 
-// One page of a list answer: metadata.resourceVersion, metadata.continue, and the items.
+// One page of a list answer: metadata.resourceVersion, metadata.continue, and how many items
+// it held (each went to ParseList's callback).
 struct ListPage {
   std::string resource_version;
   std::string continue_token;
-  std::vector<picojson::value> items;
+  size_t items = 0;
 };
 
-// Reads a list answer. Errors (kInvalid): not an object, wrong field types, items not an
-// array. Absent or null items is an empty list.
-inline Result<ListPage> ParseList(const picojson::value& v) {
+namespace k8s_json_detail {
+
+// picojson parse contexts for a list answer that never hold the whole page as one tree (500
+// PVs are megabytes of small allocations): the top object's other members are kept (they are
+// small), and each element of "items" is parsed alone, handed to a callback and dropped. A
+// value of the wrong JSON type stops the parse with *error set.
+class TypedContext : public picojson::deny_parse_context {
+ public:
+  TypedContext(const char* what, const char* want, Status* error) : what_(what), want_(want), error_(error) {}
+  bool set_bool(bool) { return Wrong("boolean"); }
+#ifdef PICOJSON_USE_INT64
+  bool set_int64(int64_t) { return Wrong("number"); }
+#endif
+  bool set_number(double) { return Wrong("number"); }
+  template <class Iter>
+  bool parse_string(picojson::input<Iter>&) { return Wrong("string"); }
+  bool parse_object_stop() { return true; }  // deny_parse_context lacks it
+
+ protected:
+  bool Wrong(const char* got) {
+    *error_ = Status::Invalid((*what_ ? std::string(what_) + ": " : std::string()) + "expected " + want_ + ", got " + got);
+    return false;
+  }
+  const char *what_, *want_;
+  Status* error_;
+};
+
+class ListItemsContext : public TypedContext {
+ public:
+  ListItemsContext(const std::function<void(const picojson::value&)>& on_item, size_t* count, Status* error)
+      : TypedContext("field items", "an array", error), on_item_(on_item), count_(count) {}
+  bool set_null() { return true; }  // the same as no items
+  bool parse_array_start() { return true; }
+  template <class Iter>
+  bool parse_array_item(picojson::input<Iter>& in, size_t) {
+    picojson::value item;
+    picojson::default_parse_context ctx(&item, kMaxJsonDepth - 2);
+    if (!picojson::_parse(ctx, in)) return false;
+    ++*count_;
+    on_item_(item);
+    return true;
+  }
+  bool parse_array_stop(size_t) { return true; }
+  bool parse_object_start() { return Wrong("object"); }
+
+ private:
+  const std::function<void(const picojson::value&)>& on_item_;
+  size_t* count_;
+};
+
+class ListContext : public TypedContext {
+ public:
+  ListContext(const std::function<void(const picojson::value&)>& on_item, size_t* count, Status* error)
+      : TypedContext("", "a JSON object", error), on_item_(on_item), count_(count) {}
+  bool set_null() { return Wrong("null"); }
+  bool parse_array_start() { return Wrong("array"); }
+  bool parse_object_start() { return true; }
+  template <class Iter>
+  bool parse_object_item(picojson::input<Iter>& in, const std::string& key) {
+    if (key != "items") {
+      picojson::default_parse_context ctx(&others_[key], kMaxJsonDepth - 1);
+      return picojson::_parse(ctx, in);
+    }
+    if (seen_items_) {
+      *error_ = Status::Invalid("field items appears twice");
+      return false;
+    }
+    seen_items_ = true;
+    ListItemsContext ctx(on_item_, count_, error_);
+    return picojson::_parse(ctx, in);
+  }
+  // The members other than items.
+  const picojson::object& others() const { return others_; }
+
+ private:
+  const std::function<void(const picojson::value&)>& on_item_;
+  size_t* count_;
+  picojson::object others_;
+  bool seen_items_ = false;
+};
+
+}  // namespace k8s_json_detail
+
+// Reads a list answer, calling on_item with each element of items as it is parsed, in order.
+// Errors (kInvalid): bad JSON (as ParseJson), not an object, wrong field types, items not an
+// array; items may already have been handed over when an error is found later in the text.
+// Absent or null items is an empty list.
+inline Result<ListPage> ParseList(const std::string& text, const std::function<void(const picojson::value&)>& on_item) {
   using namespace k8s_json_detail;
-  if (!v.is<picojson::object>()) return Status::Invalid("list: expected a JSON object, got " + std::string(TypeName(v)));
-  const picojson::object& top = v.get<picojson::object>();
   ListPage page;
+  Status typed;
+  ListContext ctx(on_item, &page.items, &typed);
+  Status s = ParseJsonWith(text, ctx);
+  if (!typed.ok()) return typed.Wrap("list");
+  if (!s.ok()) return s.Wrap("list");
   const picojson::object* meta = nullptr;
-  Status s = Fields(top, "").Object("metadata", &meta);
+  s = Fields(ctx.others(), "").Object("metadata", &meta);
   if (s.ok() && meta != nullptr) s = Fields(*meta, "metadata").String("resourceVersion", &page.resource_version);
   if (s.ok() && meta != nullptr) s = Fields(*meta, "metadata").String("continue", &page.continue_token);
   if (!s.ok()) return s.Wrap("list");
-  const picojson::value* items = Member(top, "items");
-  if (items == nullptr) return page;
-  if (!items->is<picojson::array>()) return WrongType("items", "an array", *items).Wrap("list");
-  page.items = items->get<picojson::array>();
   return page;
 }

@@ -93,9 +93,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   MapAll(*json);
-  Result<ListPage> list = ParseList(*json);
+  // The streaming list parser against the whole tree: the same items, in order, whenever the
+  // text is an object whose items is an array.
+  std::vector<picojson::value> items;
+  Result<ListPage> list = ParseList(text, [&](const picojson::value& v) { items.push_back(v); });
   if (list.ok()) {
-    for (const picojson::value& item : list->items) MapAll(item);
+    for (const picojson::value& item : items) MapAll(item);
+    Require(list->items == items.size(), "ParseList counted items it did not hand over");
+  }
+  if (json->is<picojson::object>() && json->contains("items") && json->get("items").is<picojson::array>()) {
+    const picojson::array& tree = json->get("items").get<picojson::array>();
+    bool same = list.ok() ? items == tree : list.status().message().find("metadata") != std::string::npos ||
+                                                list.status().message().find("appears twice") != std::string::npos;
+    Require(same, "ParseList disagrees with ParseJson about the items", text);
   }
   return 0;
 }

@@ -640,14 +640,21 @@ TEST_CASE("ParseWatchEvent: events and rejections", "[k8s_json]") {
 }
 
 TEST_CASE("ParseList: pages and rejections", "[k8s_json]") {
-  Result<ListPage> page = ParseList(Json(
+  std::vector<picojson::value> items;
+  auto collect = [&](const picojson::value& v) { items.push_back(v); };
+  Result<ListPage> page = ParseList(
       R"({"kind":"PersistentVolumeClaimList","apiVersion":"v1","metadata":{"resourceVersion":"99","continue":"tok"},)"
-      R"("items":[)" + std::string(kFullClaim) + R"(,{"metadata":{"name":"second"}}]})"));
+      R"("items":[)" + std::string(kFullClaim) + R"(,{"metadata":{"name":"second"}}]})",
+      collect);
   REQUIRE(page.ok());
   CHECK(page->resource_version == "99");
   CHECK(page->continue_token == "tok");
-  REQUIRE(page->items.size() == 2);
-  Result<Claim> second = ClaimFromJson(page->items[1]);
+  CHECK(page->items == 2);
+  REQUIRE(items.size() == 2);
+  Result<Claim> first = ClaimFromJson(items[0]);
+  REQUIRE(first.ok());
+  CHECK(first->meta.uid == "0b5e-11");
+  Result<Claim> second = ClaimFromJson(items[1]);
   REQUIRE(second.ok());
   CHECK(second->meta.name == "second");
 
@@ -662,18 +669,29 @@ TEST_CASE("ParseList: pages and rejections", "[k8s_json]") {
       {"no items", R"({"metadata":{"resourceVersion":"1"}})", true, 0, ""},
       {"null items", R"({"items":null})", true, 0, ""},
       {"empty items", R"({"items":[]})", true, 0, ""},
+      {"metadata after items", R"({"items":[{},{}],"metadata":{"resourceVersion":"7"}})", true, 2, ""},
       {"items object", R"({"items":{}})", false, 0, "list: field items: expected an array, got object"},
+      {"items string", R"({"items":"x"})", false, 0, "list: field items: expected an array, got string"},
+      {"items twice", R"({"items":[],"items":[]})", false, 0, "list: field items appears twice"},
       {"resourceVersion number", R"({"metadata":{"resourceVersion":5}})", false, 0,
        "list: field metadata.resourceVersion: expected a string"},
       {"continue bool", R"({"metadata":{"continue":true}})", false, 0, "field metadata.continue"},
       {"metadata array", R"({"metadata":[]})", false, 0, "field metadata: expected an object"},
       {"array", "[]", false, 0, "list: expected a JSON object, got array"},
+      {"number", "5", false, 0, "list: expected a JSON object, got number"},
+      {"cut short", R"({"items":[{"a":1},)", false, 0, "list: invalid JSON at byte 18: unexpected end of input"},
+      {"trailing data", R"({"items":[]} x)", false, 0, "unexpected data after the value"},
+      {"invalid UTF-8", "{\"items\":[\"\xff\"]}", false, 0, "invalid UTF-8"},
   };
   for (const auto& c : kCases) {
     INFO(c.name);
-    Result<ListPage> p = ParseList(Json(c.json));
+    size_t seen = 0;
+    Result<ListPage> p = ParseList(c.json, [&](const picojson::value&) { ++seen; });
     CHECK(p.ok() == c.ok);
-    if (p.ok()) CHECK(p->items.size() == c.items);
+    if (p.ok()) {
+      CHECK(p->items == c.items);
+      CHECK(seen == c.items);
+    }
     if (!p.ok()) CHECK_THAT(p.status().message(), Catch::Contains(c.error));
   }
 }
