@@ -245,7 +245,8 @@ inline bool RemoveFinalizer(Json& obj, const std::string& finalizer) {
 // The default StorageClass's name (the newest of those annotated default), or "".
 inline std::string DefaultClassName(Store& s) {
   std::string best, best_time;
-  for (const auto& [key, sc] : s.bucket("storageclasses").objects) {
+  for (const auto& [key, sc_ref] : s.bucket("storageclasses").objects) {
+    const Json& sc = *sc_ref;
     if (Annotation(sc, kIsDefaultClass) != "true" && Annotation(sc, kBetaIsDefaultClass) != "true") continue;
     std::string created = Str(sc, {"metadata", "creationTimestamp"});
     if (best.empty() || created > best_time || (created == best_time && key < best)) {

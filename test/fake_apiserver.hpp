@@ -100,18 +100,18 @@ class ApiServer {
     faults_.push_back(f);
   }
   void DropWatches() {
-    std::lock_guard<std::mutex> l(store_.mu);
+    Store::Lock l(store_);
     ++watch_generation_;
-    store_.changed.notify_all();
+    store_.NotifyAll();
   }
   void Compact() {
-    std::lock_guard<std::mutex> l(store_.mu);
+    Store::Lock l(store_);
     store_.Compact();
   }
   void Pause(double seconds) {
-    std::lock_guard<std::mutex> l(store_.mu);
+    Store::Lock l(store_);
     paused_until_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    store_.changed.notify_all();
+    store_.NotifyAll();
   }
   void SetDelayMs(int ms) { delay_ms_ = ms; }
   // Writes a new service-account token (atomically, by rename) and revokes the old one.
@@ -132,7 +132,7 @@ class ApiServer {
   std::string RequestsJson() const;
   // A copy of the stored object, or null Json.
   Json GetObject(const std::string& plural, const std::string& ns, const std::string& name) {
-    std::lock_guard<std::mutex> l(store_.mu);
+    Store::Lock l(store_);
     const Json* o = store_.Get(plural, ObjectKey(ns, name));
     return o ? *o : Json();
   }
@@ -140,9 +140,14 @@ class ApiServer {
  private:
   using Clock = std::chrono::steady_clock;
 
+  // An answer: its code and body. A stored object is answered without a copy.
   struct Reply {
+    Reply() = default;
+    Reply(int c, Json b) : code(c), ref(std::make_shared<const Json>(std::move(b))) {}
+    Reply(int c, JsonRef b) : code(c), ref(std::move(b)) {}
+    const Json& body() const { return *ref; }
     int code = 200;
-    Json body;
+    JsonRef ref = std::make_shared<const Json>();
   };
 
   Status WriteFiles();
@@ -438,7 +443,7 @@ inline Status ApiServer::Start() {
   admin_token_ = "admin-" + RandomHex(24);
   sa_token_ = "sa-" + RandomHex(24);
   {  // the namespaces every cluster has
-    std::lock_guard<std::mutex> l(store_.mu);
+    Store::Lock l(store_);
     for (const char* ns : {"default", "kube-system", "kube-public", "kube-node-lease"}) {
       Json obj{JsonObject()};
       obj.get<JsonObject>()["kind"] = Json("Namespace");
@@ -496,9 +501,9 @@ inline Status ApiServer::WriteFiles() {
 inline void ApiServer::Stop() {
   if (!server_) return;
   {
-    std::lock_guard<std::mutex> l(store_.mu);
+    Store::Lock l(store_);
     stopping_ = true;
-    store_.changed.notify_all();
+    store_.NotifyAll();
   }
   server_->stop();
   if (thread_.joinable()) thread_.join();
@@ -634,10 +639,10 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
     r = {405, StatusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
   }
   // As audit logs do: a create is logged with the name of the object it made.
-  if (info.verb == "create" && r.code == 201 && rec.name.empty()) rec.name = Str(r.body, {"metadata", "name"});
+  if (info.verb == "create" && r.code == 201 && rec.name.empty()) rec.name = Str(r.body(), {"metadata", "name"});
   if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
-    r.body = ToTable(*info.type, Path(r.body, {"items"})->get<JsonArray>(), *Path(r.body, {"metadata"}));
-  reply(r.code, r.body);
+    r = Reply(r.code, ToTable(*info.type, Path(r.body(), {"items"})->get<JsonArray>(), *Path(r.body(), {"metadata"})));
+  reply(r.code, r.body());
   Record(rec);
 }
 
@@ -702,10 +707,10 @@ inline ApiServer::Reply ApiServer::Discovery(const RequestInfo& info) {
 }
 
 inline ApiServer::Reply ApiServer::Get(const RequestInfo& info) {
-  std::lock_guard<std::mutex> l(store_.mu);
+  Store::Lock l(store_);
   const Json* o = store_.Get(info.type->plural, ObjectKey(info.ns, info.name));
   if (o == nullptr) return {404, server_detail::NotFoundStatus(*info.type, info.name)};
-  return {200, *o};
+  return {200, store_.Ref(info.type->plural, ObjectKey(info.ns, info.name))};
 }
 
 inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::Request& req) {
@@ -717,7 +722,7 @@ inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::
   long limit = req.has_param("limit") ? std::atol(req.get_param_value("limit").c_str()) : 0;
   std::string cont = req.get_param_value("continue");
   std::string after = cont.empty() ? "" : Unhex(cont);
-  std::lock_guard<std::mutex> l(store_.mu);
+  Store::Lock l(store_);
   const auto& objs = store_.bucket(info.type->plural).objects;
   std::string prefix = info.ns.empty() ? "" : info.ns + "/";
   auto it = cont.empty() ? objs.lower_bound(prefix) : objs.upper_bound(after);
@@ -725,12 +730,12 @@ inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::
   std::string last;
   long remaining = 0;
   for (; it != objs.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
-    if (!MatchesLabels(it->second, labels) || !MatchesFields(it->second, fields)) continue;
+    if (!MatchesLabels(*it->second, labels) || !MatchesFields(*it->second, fields)) continue;
     if (limit > 0 && static_cast<long>(items.size()) >= limit) {
       ++remaining;
       continue;
     }
-    items.push_back(it->second);
+    items.push_back(*it->second);
     last = it->first;
   }
   JsonObject meta;
@@ -772,7 +777,7 @@ inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::st
   std::string gen = Str(obj, {"metadata", "generateName"});
   if (Str(obj, {"metadata", "name"}).empty() && !gen.empty()) m["name"] = Json(gen + RandomSuffix());
   std::string name = Str(obj, {"metadata", "name"});
-  std::lock_guard<std::mutex> l(store_.mu);
+  Store::Lock l(store_);
   InitMeta(obj);
   ApplyDefaults(t, obj);
   AdmitCreate(store_, t, obj);
@@ -782,7 +787,7 @@ inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::st
     Details d = DetailsFor(t, name);
     return {409, StatusBody(409, "AlreadyExists", t.QualifiedResource() + " \"" + name + "\" already exists", &d)};
   }
-  Json stored = store_.Put(t.plural, obj);
+  JsonRef stored = store_.Put(t.plural, std::move(obj));
   ctl_.Drain();
   return {201, stored};
 }
@@ -800,7 +805,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
   if (t.namespaced && !body_ns.empty() && body_ns != info.ns)
     return {400, BadRequest("the namespace of the provided object does not match the namespace sent on the request")};
   {
-    std::lock_guard<std::mutex> l(store_.mu);
+    Store::Lock l(store_);
     if (store_.Get(t.plural, ObjectKey(info.ns, info.name)) != nullptr) return StoreUpdateLocked(info, obj);
   }
   {
@@ -866,7 +871,7 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
   }
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
-  Json stored = store_.Commit(t.plural, next);
+  JsonRef stored = store_.Commit(t.plural, std::move(next));
   ctl_.Drain();
   return {200, stored};
 }
@@ -878,7 +883,7 @@ inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib:
   type = type.substr(0, type.find(';'));
   auto patch = ParseJson(req.body);
   if (!patch.ok()) return {400, BadRequest("the patch is not JSON: " + patch.status().message())};
-  std::lock_guard<std::mutex> l(store_.mu);
+  Store::Lock l(store_);
   const Json* cur = store_.Get(t.plural, ObjectKey(info.ns, info.name));
   if (cur == nullptr) return {404, NotFoundStatus(t, info.name)};
   const Json existing = *cur;
@@ -908,7 +913,7 @@ inline ApiServer::Reply ApiServer::Delete(const RequestInfo& info, const std::st
     if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, server_detail::BadRequest("the body is not DeleteOptions")};
     options = *parsed;
   }
-  std::lock_guard<std::mutex> l(store_.mu);
+  Store::Lock l(store_);
   return DeleteLocked(info, options);
 }
 
@@ -935,11 +940,11 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
     JsonObject& m = Meta(cur);
     m["deletionTimestamp"] = Json(NowRfc3339());
     m["deletionGracePeriodSeconds"] = Json(0.0);
-    Json stored = store_.Put(t.plural, cur);
+    JsonRef stored = store_.Put(t.plural, std::move(cur));
     ctl_.Drain();
     return {200, stored};
   }
-  Json gone = store_.Remove(t.plural, key);
+  JsonRef gone = store_.Remove(t.plural, key);
   ctl_.Drain();
   if (t.return_deleted_object) return {200, gone};
   Details d = DetailsFor(t, info.name);
@@ -952,18 +957,18 @@ inline ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, con
   if (!ParseSelector(req.get_param_value("labelSelector"), labels) ||
       !ParseSelector(req.get_param_value("fieldSelector"), fields))
     return {400, server_detail::BadRequest("selector syntax not supported by the fake")};
-  std::lock_guard<std::mutex> l(store_.mu);
+  Store::Lock l(store_);
   JsonArray items;
   std::vector<std::string> names;
   for (const auto& [key, obj] : store_.bucket(info.type->plural).objects)
-    if ((info.ns.empty() || Str(obj, {"metadata", "namespace"}) == info.ns) && MatchesLabels(obj, labels) &&
-        MatchesFields(obj, fields))
-      names.push_back(Str(obj, {"metadata", "name"}));
+    if ((info.ns.empty() || Str(*obj, {"metadata", "namespace"}) == info.ns) && MatchesLabels(*obj, labels) &&
+        MatchesFields(*obj, fields))
+      names.push_back(Str(*obj, {"metadata", "name"}));
   for (const auto& n : names) {
     RequestInfo one = info;
     one.name = n;
     Reply r = DeleteLocked(one, Json(JsonObject()));
-    if (r.code == 200 && r.body.is<JsonObject>() && Str(r.body, {"kind"}) != "Status") items.push_back(r.body);
+    if (r.code == 200 && r.body().is<JsonObject>() && Str(r.body(), {"kind"}) != "Status") items.push_back(r.body());
   }
   JsonObject meta, list;
   meta["resourceVersion"] = Json(std::to_string(store_.rv()));
@@ -1023,8 +1028,8 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
     uint64_t cursor = b.NextSeq();
     if (st->rv.empty() || st->rv == "0") {
       for (const auto& [key, obj] : b.objects) {
-        if (!matches(Str(obj, {"metadata", "namespace"}), obj)) continue;
-        out += line_of("ADDED", obj, nullptr);
+        if (!matches(Str(*obj, {"metadata", "namespace"}), *obj)) continue;
+        out += line_of("ADDED", *obj, nullptr);
       }
     } else {
       uint64_t from = std::strtoull(st->rv.c_str(), nullptr, 10);
@@ -1047,7 +1052,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
       if (cursor < b.first_seq) break;  // fell behind the history: the real cacher ends such watchers
       for (; cursor < b.NextSeq(); ++cursor) {
         const EventPtr& e = b.history[cursor - b.first_seq];
-        if (matches(e->ns, e->object)) out += line_of(e->type, e->object, &e->line);
+        if (matches(e->ns, *e->object)) out += line_of(e->type, *e->object, &e->line);
       }
       auto now = Clock::now();
       if (st->bookmarks && now >= next_bookmark) {
@@ -1073,7 +1078,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
       if (stopping_ || generation != watch_generation_ || now >= deadline) break;
       auto wake = std::min(deadline, st->bookmarks ? next_bookmark : deadline);
       if (now < paused_until_) wake = std::min(wake, paused_until_);
-      store_.changed.wait_until(l, wake);
+      b.changed.wait_until(l, wake);  // woken by writes to this resource and by controls
     }
     l.unlock();
     sink.done();

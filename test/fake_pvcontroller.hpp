@@ -94,12 +94,12 @@ class PvController {
         // A new unbound volume: pending claims may match it now (the real controller finds it on
         // its periodic claim resync).
         for (const auto& [key, claim] : s_.bucket("persistentvolumeclaims").objects)
-          if (Str(claim, {"spec", "volumeName"}).empty() && !IsDeleting(claim)) pending.push_back(key);
+          if (Str(*claim, {"spec", "volumeName"}).empty() && !IsDeleting(*claim)) pending.push_back(key);
         for (const auto& key : pending) SyncClaim(key);
         pending.clear();
       }
-      std::string ns = Str(ev.object, {"spec", "claimRef", "namespace"});
-      std::string name = Str(ev.object, {"spec", "claimRef", "name"});
+      std::string ns = Str(*ev.object, {"spec", "claimRef", "namespace"});
+      std::string name = Str(*ev.object, {"spec", "claimRef", "name"});
       if (!name.empty()) SyncClaim(ObjectKey(ns, name));
     } else if (plural == "persistentvolumeclaims") {
       if (ev.type != "DELETED") return SyncClaim(ObjectKey(ev.ns, ev.name));
@@ -133,18 +133,21 @@ class PvController {
     JsonObject& st = Obj(pv, {"status"});
     st["phase"] = Json(phase);
     st["lastPhaseTransitionTime"] = Json(NowRfc3339());
-    s_.Commit("persistentvolumes", pv);
+    s_.Commit("persistentvolumes", std::move(pv));
   }
 
   // pv_controller.go syncVolume.
   void SyncVolume(const std::string& name) {
-    const Json* stored = s_.Get("persistentvolumes", name);
+    JsonRef stored = s_.Ref("persistentvolumes", name);  // kept alive while pv is read
     if (stored == nullptr) return;
-    Json pv = *stored;
+    const Json& pv = *stored;
     std::string phase = Phase(pv);
-    if (IsDeleting(pv) && phase != "Bound" && RemoveFinalizer(pv, kPvProtectionFinalizer)) {
-      s_.Commit("persistentvolumes", pv);  // pv-protection: not in use any more
-      return;
+    if (IsDeleting(pv) && phase != "Bound") {
+      Json next = pv;
+      if (RemoveFinalizer(next, kPvProtectionFinalizer)) {
+        s_.Commit("persistentvolumes", std::move(next));  // pv-protection: not in use any more
+        return;
+      }
     }
     if (!HasClaimRef(pv)) {
       if (phase != "Available") SetVolumePhase(pv, "Available");
@@ -171,12 +174,13 @@ class PvController {
 
   // pv_controller.go syncClaim (syncUnboundClaim / syncBoundClaim).
   void SyncClaim(const std::string& key) {
-    const Json* stored = s_.Get("persistentvolumeclaims", key);
+    JsonRef stored = s_.Ref("persistentvolumeclaims", key);  // kept alive while claim is read
     if (stored == nullptr) return;
-    Json claim = *stored;
+    const Json& claim = *stored;
     if (IsDeleting(claim)) {
       // pvc-protection: no pods are modelled, so no claim is in use.
-      if (RemoveFinalizer(claim, kPvcProtectionFinalizer)) s_.Commit("persistentvolumeclaims", claim);
+      Json next = claim;
+      if (RemoveFinalizer(next, kPvcProtectionFinalizer)) s_.Commit("persistentvolumeclaims", std::move(next));
       return;
     }
     std::string vn = Str(claim, {"spec", "volumeName"});
@@ -187,8 +191,9 @@ class PvController {
     const Json* pv = s_.Get("persistentvolumes", vn);
     if (pv == nullptr) {
       if (Phase(claim) == "Bound") {
-        Obj(claim, {"status"})["phase"] = Json("Lost");
-        s_.Commit("persistentvolumeclaims", claim);
+        Json next = claim;
+        Obj(next, {"status"})["phase"] = Json("Lost");
+        s_.Commit("persistentvolumeclaims", std::move(next));
         EmitOnce(claim, "Warning", "ClaimLost", "Bound claim has lost reference to PersistentVolume. Data on the volume is lost!");
       }
       return;
@@ -197,8 +202,9 @@ class PvController {
       if (Phase(claim) != "Bound" || Phase(*pv) != "Bound" || Str(*pv, {"spec", "claimRef", "uid"}).empty())
         Bind(*pv, claim);
     } else if (Phase(claim) == "Bound") {
-      Obj(claim, {"status"})["phase"] = Json("Lost");
-      s_.Commit("persistentvolumeclaims", claim);
+      Json next = claim;
+      Obj(next, {"status"})["phase"] = Json("Lost");
+      s_.Commit("persistentvolumeclaims", std::move(next));
       EmitOnce(claim, "Warning", "ClaimMisbound", "Two claims are bound to the same volume, this one is bound incorrectly");
     }
   }
@@ -246,7 +252,7 @@ class PvController {
   }
 
   // pv_controller.go provisionClaim for an external provisioner: annotate the claim.
-  void Provision(Json claim) {
+  void Provision(const Json& claim) {
     std::string cls = Str(claim, {"spec", "storageClassName"});
     if (cls.empty()) return;
     const Json* sc = s_.Get("storageclasses", cls);
@@ -261,11 +267,12 @@ class PvController {
     std::string prov = Str(*sc, {"provisioner"});
     if (prov.rfind("kubernetes.io/", 0) == 0) return;  // in-tree: no plugins in the fake
     if (Annotation(claim, kStorageProvisionerAnn) == prov && Annotation(claim, kBetaStorageProvisionerAnn) == prov) return;
-    JsonObject& ann = Obj(claim, {"metadata", "annotations"});
+    Json next = claim;
+    JsonObject& ann = Obj(next, {"metadata", "annotations"});
     ann[kStorageProvisionerAnn] = Json(prov);
     ann[kBetaStorageProvisionerAnn] = Json(prov);
-    Json stored = s_.Commit("persistentvolumeclaims", claim);
-    EmitOnce(stored, "Normal", "ExternalProvisioning",
+    JsonRef stored = s_.Commit("persistentvolumeclaims", std::move(next));
+    EmitOnce(*stored, "Normal", "ExternalProvisioning",
              "Waiting for a volume to be created either by the external provisioner '" + prov +
                  "' or manually by the system administrator. If volume creation is delayed, please verify that the "
                  "provisioner is running and correctly registered.");
@@ -286,13 +293,13 @@ class PvController {
       bool had_ref = HasClaimRef(pv);
       Obj(pv, {"spec"})["claimRef"] = Json(ref);
       if (!had_ref) Obj(pv, {"metadata", "annotations"})[kBoundByController] = Json("yes");
-      pv = s_.Commit("persistentvolumes", pv);
+      pv = *s_.Commit("persistentvolumes", std::move(pv));
     }
     if (Phase(pv) != "Bound") {
       JsonObject& st = Obj(pv, {"status"});
       st["phase"] = Json("Bound");
       st["lastPhaseTransitionTime"] = Json(NowRfc3339());
-      pv = s_.Commit("persistentvolumes", pv);
+      pv = *s_.Commit("persistentvolumes", std::move(pv));
     }
     if (Str(claim, {"spec", "volumeName"}) != pv_name || Annotation(claim, kBindCompleted) != "yes") {
       if (Str(claim, {"spec", "volumeName"}) != pv_name) {
@@ -300,14 +307,14 @@ class PvController {
         Obj(claim, {"metadata", "annotations"})[kBoundByController] = Json("yes");
       }
       Obj(claim, {"metadata", "annotations"})[kBindCompleted] = Json("yes");
-      claim = s_.Commit("persistentvolumeclaims", claim);
+      claim = *s_.Commit("persistentvolumeclaims", std::move(claim));
     }
     if (Phase(claim) != "Bound") {
       JsonObject& st = Obj(claim, {"status"});
       st["phase"] = Json("Bound");
       if (const Json* cap = Path(pv, {"spec", "capacity"})) st["capacity"] = *cap;
       st["accessModes"] = StringArray(StringList(pv, {"spec", "accessModes"}));
-      s_.Commit("persistentvolumeclaims", claim);
+      s_.Commit("persistentvolumeclaims", std::move(claim));
     }
   }
 

@@ -1,6 +1,9 @@
 // The fake API server's storage: the resource types it serves, the objects by key, one global
 // resourceVersion counter, and a bounded per-resource history of watch events (the watch cache).
-// Not locked itself: the server holds Store::mu around every call and waits on Store::changed.
+// Not locked itself: the server holds Store::mu (through Store::Lock) around every call.
+// Watchers wait on their bucket's condition variable: the writes of one request wake only the
+// watchers of the resources written, once, after the lock is released. Control changes
+// (pause, dropped watches, stop) wake everyone through NotifyAll.
 #pragma once
 #include <openssl/rand.h>
 
@@ -99,22 +102,27 @@ inline void InitMeta(Json& obj) {
   m.erase("resourceVersion");
 }
 
+// A stored object. Immutable once stored: the objects map and the watch history share it.
+using JsonRef = std::shared_ptr<const Json>;
+
 // One change, as every watcher of its resource sees it. Immutable once made.
 struct WatchEvent {
   uint64_t rv = 0;
   std::string type;  // ADDED | MODIFIED | DELETED
   std::string ns, name;
-  Json object;       // the object after the change (the last state for DELETED)
+  JsonRef object;    // the object after the change (the last state for DELETED)
   std::string line;  // {"type":..,"object":..}\n, serialised once for all watchers
 };
 using EventPtr = std::shared_ptr<const WatchEvent>;
 
 // The objects and history of one resource type.
 struct Bucket {
-  std::map<std::string, Json> objects;  // by ObjectKey
+  std::map<std::string, JsonRef> objects;  // by ObjectKey
   std::deque<EventPtr> history;         // oldest first
   uint64_t first_seq = 0;               // sequence number of history.front()
   uint64_t floor_rv = 0;                // every event with rv > floor_rv is in history
+  std::condition_variable changed;      // notified after a request wrote to this resource
+  bool dirty = false;                   // written since the lock was taken
   uint64_t NextSeq() const { return first_seq + history.size(); }
 };
 
@@ -125,7 +133,31 @@ class Store {
   }
 
   std::mutex mu;                     // guards everything below and all calls
-  std::condition_variable changed;   // notified after every write and control change
+
+  // Holds mu; on release, wakes the watchers of each resource written meanwhile. They are
+  // woken after the unlock, so that they do not wake only to wait for the lock.
+  class Lock {
+   public:
+    explicit Lock(Store& s) : s_(s), l_(s.mu) {}
+    ~Lock() {
+      std::vector<std::condition_variable*> wake;
+      for (auto& [plural, b] : s_.buckets_)
+        if (b.dirty) {
+          b.dirty = false;
+          wake.push_back(&b.changed);
+        }
+      l_.unlock();
+      for (auto* cv : wake) cv->notify_all();
+    }
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    Store& s_;
+    std::unique_lock<std::mutex> l_;
+  };
+
+  std::condition_variable changed;   // notified by NotifyAll (control changes)
 
   uint64_t rv() const { return rv_; }
   Bucket& bucket(const std::string& plural) { return buckets_[plural]; }
@@ -134,40 +166,56 @@ class Store {
   const Json* Get(const std::string& plural, const std::string& key) {
     auto& objs = buckets_[plural].objects;
     auto it = objs.find(key);
-    return it == objs.end() ? nullptr : &it->second;
+    return it == objs.end() ? nullptr : it->second.get();
+  }
+
+  // The stored object itself (shared, immutable), or null.
+  JsonRef Ref(const std::string& plural, const std::string& key) {
+    auto& objs = buckets_[plural].objects;
+    auto it = objs.find(key);
+    return it == objs.end() ? nullptr : it->second;
   }
 
   // Stores obj under its metadata namespace/name with the next resourceVersion, records an
-  // ADDED or MODIFIED event, wakes watchers, and returns the stored copy.
-  Json Put(const std::string& plural, Json obj) {
+  // ADDED or MODIFIED event, wakes watchers, and returns the stored object.
+  JsonRef Put(const std::string& plural, Json obj) {
     std::string key = ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"}));
     auto& b = buckets_[plural];
-    bool existed = b.objects.count(key) > 0;
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
-    b.objects[key] = obj;
-    Record(plural, existed ? "MODIFIED" : "ADDED", obj);
-    return obj;
+    auto stored = std::make_shared<const Json>(std::move(obj));
+    JsonRef& slot = b.objects[key];
+    const bool existed = slot != nullptr;
+    slot = stored;
+    Record(plural, existed ? "MODIFIED" : "ADDED", stored);
+    return stored;
   }
 
   // Removes the object (if present) with a DELETED event carrying its last state at a new
-  // resourceVersion; returns that state (null Json when it was not there).
-  Json Remove(const std::string& plural, const std::string& key) {
+  // resourceVersion; returns that state (a null Json when it was not there).
+  JsonRef Remove(const std::string& plural, const std::string& key) {
     auto& b = buckets_[plural];
     auto it = b.objects.find(key);
-    if (it == b.objects.end()) return Json();
-    Json obj = it->second;
+    if (it == b.objects.end()) return std::make_shared<const Json>();
+    Json obj = *it->second;
     b.objects.erase(it);
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
-    Record(plural, "DELETED", obj);
-    return obj;
+    auto last = std::make_shared<const Json>(std::move(obj));
+    Record(plural, "DELETED", last);
+    return last;
   }
 
   // Put, except that an object being deleted whose last finalizer is gone is removed instead
   // (the registry's shouldDeleteDuringUpdate). Returns the stored or removed state.
-  Json Commit(const std::string& plural, Json obj) {
+  JsonRef Commit(const std::string& plural, Json obj) {
     if (IsDeleting(obj) && StringList(obj, {"metadata", "finalizers"}).empty())
       return Remove(plural, ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"})));
     return Put(plural, std::move(obj));
+  }
+
+  // Wakes every waiter: those on `changed` and every bucket's watchers.
+  void NotifyAll() {
+    changed.notify_all();
+    for (auto& [plural, b] : buckets_) b.changed.notify_all();
   }
 
   // Forgets all history: watches from any earlier resourceVersion then get 410 Expired.
@@ -177,21 +225,19 @@ class Store {
       b.history.clear();
       b.floor_rv = rv_;
     }
-    changed.notify_all();
+    NotifyAll();
   }
 
  private:
-  void Record(const std::string& plural, const char* type, const Json& obj) {
+  void Record(const std::string& plural, const char* type, const JsonRef& obj) {
     auto ev = std::make_shared<WatchEvent>();
     ev->rv = rv_;
     ev->type = type;
-    ev->ns = Str(obj, {"metadata", "namespace"});
-    ev->name = Str(obj, {"metadata", "name"});
+    ev->ns = Str(*obj, {"metadata", "namespace"});
+    ev->name = Str(*obj, {"metadata", "name"});
     ev->object = obj;
-    JsonObject line;
-    line["type"] = Json(ev->type);
-    line["object"] = obj;
-    ev->line = Json(line).serialize() + "\n";
+    // As Json({"type":..,"object":..}).serialize() would write it (keys sorted), without a copy.
+    ev->line = "{\"object\":" + obj->serialize() + ",\"type\":" + Json(ev->type).serialize() + "}\n";
     auto& b = buckets_[plural];
     b.history.push_back(std::move(ev));
     while (b.history.size() > history_limit_) {
@@ -199,7 +245,7 @@ class Store {
       ++b.first_seq;
       b.floor_rv = b.history.front()->rv - 1;  // as watch_cache.go: too old below oldest-1
     }
-    changed.notify_all();
+    b.dirty = true;
   }
 
   size_t history_limit_;
