@@ -261,7 +261,7 @@ constexpr size_t kReportedFailures = 5;
 // mount, checked), so it cannot move anything out of, or into, the volume. Names of moved
 // directories are remembered so failures are reported under their original paths (and where
 // they are now). Moving a directory would also move any mount below it, so when anything is
-// mounted below the volume (checked once in /proc/self/mountinfo) nothing is moved: the walk
+// mounted below the volume (checked once, when first needed) nothing is moved: the walk
 // then goes kExtraDepthOnMoveFailure levels deeper than the limit and reports what lies below.
 //
 // A directory on another mount is never entered or moved; it is reported. Entries that cannot
@@ -297,7 +297,6 @@ class TreeRemover {
       return Status::Error("remove " + where + ": it is a mount point; left alone");
     }
     MakeUsable(vol.get(), vol_id_);
-    moves_allowed_ = !MountsBelow(vol.get());
     if (!Push(name_, "", "", std::move(vol))) return Status::Error("remove " + where + ": " + failures_.front());
     vol_fd_ = frames_.front().fd();
     Walk();
@@ -385,9 +384,9 @@ class TreeRemover {
     MakeUsable(child.get(), id);
     const int depth = static_cast<int>(frames_.size());
     if (depth >= max_open_dirs_) {
-      if (moves_allowed_ && MoveUp(name)) return;
+      if (MovesAllowed() && MoveUp(name)) return;
       if (depth >= max_open_dirs_ + kExtraDepthOnMoveFailure) {
-        return FailEntry(name, moves_allowed_ ? "too deep to remove, and could not be moved up"
+        return FailEntry(name, MovesAllowed() ? "too deep to remove, and could not be moved up"
                                               : "too deep to remove while something is mounted below the volume");
       }
     }
@@ -477,6 +476,17 @@ class TreeRemover {
     top.failed_below = true;
     top.skip.insert(name);
   }
+  // Moving a directory up would also move any mount below it: allowed only when nothing is
+  // mounted below the volume. Looked up in /proc/self/mountinfo once, when first needed (a
+  // tree as deep as the open-directory limit), not on every removal.
+  bool MovesAllowed() {
+    if (!moves_checked_) {
+      moves_allowed_ = !MountsBelow(vol_fd_);
+      moves_checked_ = true;
+    }
+    return moves_allowed_;
+  }
+
   void FailFrame(const std::string& why) {
     Frame& top = frames_.back();
     Fail(top.display, top.actual, why);
@@ -489,7 +499,7 @@ class TreeRemover {
   const int max_open_dirs_;
   DirId vol_id_;
   int vol_fd_ = -1;  // owned by frames_.front()
-  bool moves_allowed_ = false;
+  bool moves_checked_ = false, moves_allowed_ = false;
   std::vector<Frame> frames_;
   std::map<std::string, std::string> origins_;  // moved-up name -> original display path
   uint64_t next_move_ = 0;

@@ -224,7 +224,7 @@ inline Status MakeDirs(const std::string& path) {
 }
 
 // A JSON string literal.
-inline std::string Quote(const std::string& s) { return Json(s).serialize(); }
+inline std::string Quote(const std::string& s) { return ToText(Json(s)); }
 
 inline std::string Kubeconfig(const std::string& server, const std::string& ca, const std::string& user,
                               const std::string& credential) {
@@ -561,7 +561,7 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
   rec.t_ns = NowNs();
   auto reply = [&](int code, const Json& body) {
     res.status = code;
-    res.set_content(body.serialize(), "application/json");
+    res.set_content(ToText(body), "application/json");
     rec.code = code;
   };
   bool control = req.path.rfind("/fake/", 0) == 0;
@@ -813,7 +813,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
       RequestInfo create = info;
       create.name.clear();
       Meta(obj)["name"] = Json(info.name);
-      return Create(create, obj.serialize());
+      return Create(create, ToText(obj));
     }
     return {404, NotFoundStatus(t, info.name)};
   }
@@ -996,7 +996,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
   if (!ParseSelector(req.get_param_value("labelSelector"), st->labels) ||
       !ParseSelector(req.get_param_value("fieldSelector"), st->fields)) {
     res.status = 400;
-    res.set_content(server_detail::BadRequest("selector syntax not supported by the fake").serialize(), "application/json");
+    res.set_content(ToText(server_detail::BadRequest("selector syntax not supported by the fake")), "application/json");
     return;
   }
   st->bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
@@ -1017,7 +1017,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
       JsonObject line;
       line["type"] = Json(type_name);
       line["object"] = st->table ? server_detail::ToTable(*type, JsonArray{obj}, Json(JsonObject())) : obj;
-      return Json(line).serialize() + "\n";
+      return ToText(Json(line)) + "\n";
     };
     auto deadline = Clock::now() + std::chrono::seconds(st->timeout);
     auto next_bookmark = Clock::now() + std::chrono::seconds(opts_.bookmark_seconds);
@@ -1037,7 +1037,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
         JsonObject line;
         line["type"] = Json("ERROR");
         line["object"] = StatusBody(410, "Expired", "too old resource version: " + st->rv + " (" + std::to_string(b.floor_rv) + ")");
-        std::string text = Json(line).serialize() + "\n";
+        std::string text = ToText(Json(line)) + "\n";
         l.unlock();
         sink.write(text.data(), text.size());
         sink.done();
@@ -1063,7 +1063,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
         obj["metadata"] = Json(meta);
         line["type"] = Json("BOOKMARK");
         line["object"] = Json(obj);
-        out += Json(line).serialize() + "\n";
+        out += ToText(Json(line)) + "\n";
         next_bookmark = now + std::chrono::seconds(opts_.bookmark_seconds);
       }
       if (!out.empty() && now >= paused_until_) {
@@ -1115,11 +1115,11 @@ inline std::string ApiServer::DenialsJson() const {
 inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Response& res) {
   auto ok = [&](const Json& body) {
     res.status = 200;
-    res.set_content(body.serialize(), "application/json");
+    res.set_content(ToText(body), "application/json");
   };
   auto bad = [&](const std::string& msg) {
     res.status = 400;
-    res.set_content(StatusBody(400, "BadRequest", msg).serialize(), "application/json");
+    res.set_content(ToText(StatusBody(400, "BadRequest", msg)), "application/json");
   };
   const std::string& p = req.path;
   Json done = StatusBody(0, "", "");
@@ -1149,7 +1149,7 @@ inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Respo
     Status s = RotateToken();
     if (!s.ok()) {
       res.status = 500;
-      res.set_content(StatusBody(500, "InternalError", s.message()).serialize(), "application/json");
+      res.set_content(ToText(StatusBody(500, "InternalError", s.message())), "application/json");
       return;
     }
     return ok(done);
@@ -1161,7 +1161,7 @@ inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Respo
     return;
   }
   res.status = 404;
-  res.set_content(StatusBody(404, "NotFound", "no such test control: " + req.method + " " + p).serialize(), "application/json");
+  res.set_content(ToText(StatusBody(404, "NotFound", "no such test control: " + req.method + " " + p)), "application/json");
 }
 
 }  // namespace fake

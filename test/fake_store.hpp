@@ -236,8 +236,10 @@ class Store {
     ev->ns = Str(*obj, {"metadata", "namespace"});
     ev->name = Str(*obj, {"metadata", "name"});
     ev->object = obj;
-    // As Json({"type":..,"object":..}).serialize() would write it (keys sorted), without a copy.
-    ev->line = "{\"object\":" + obj->serialize() + ",\"type\":" + Json(ev->type).serialize() + "}\n";
+    // As ToText(Json({"type":..,"object":..})) would write it (keys sorted), without a copy.
+    ev->line = "{\"object\":";
+    AppendJson(ev->line, *obj);
+    ev->line += ",\"type\":\"" + ev->type + "\"}\n";
     auto& b = buckets_[plural];
     b.history.push_back(std::move(ev));
     while (b.history.size() > history_limit_) {

@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
+#include <random>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -762,4 +764,38 @@ TEST_CASE("status is written only through /status; PUT of a missing lease create
   CHECK(created.code == 201);
   CHECK(Str(created.body, {"metadata", "namespace"}) == "kube-system");
   CHECK(Admin(s.api, "PUT", kPvs + "/absent", Pv("absent")).code == 404);  // PVs are not created by PUT
+}
+
+TEST_CASE("fake JSON text: ToText writes what picojson's serialize writes", "[fake]") {
+  std::mt19937 rng(12345);
+  auto random_string = [&](size_t max) {
+    std::string s(rng() % (max + 1), ' ');
+    for (char& c : s) c = static_cast<char>(rng() % 4 == 0 ? rng() % 256 : "ab/\\\"\n\t\x01\x7f z"[rng() % 12]);
+    return s;
+  };
+  std::function<Json(int)> random_value = [&](int depth) -> Json {
+    switch (depth > 3 ? rng() % 4 : rng() % 6) {
+      case 0: return Json();
+      case 1: return Json(rng() % 2 == 0);
+      case 2: return Json(static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / (rng() % 3 + 1));
+      case 3: return Json(random_string(40));
+      case 4: {
+        fake::JsonArray a;
+        for (size_t i = rng() % 4; i > 0; --i) a.push_back(random_value(depth + 1));
+        return Json(a);
+      }
+      default: {
+        fake::JsonObject o;
+        for (size_t i = rng() % 4; i > 0; --i) o[random_string(8)] = random_value(depth + 1);
+        return Json(o);
+      }
+    }
+  };
+  for (int i = 0; i < 2000; ++i) {
+    Json v = random_value(0);
+    REQUIRE(fake::ToText(v) == v.serialize());
+  }
+  std::string every_byte;
+  for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
+  CHECK(fake::ToText(Json(every_byte)) == Json(every_byte).serialize());
 }
