@@ -1,16 +1,22 @@
-// The controller: informers fill caches and queue keys; one worker takes a key, asks the
-// pure decisions in reconcile.hpp what to do, then does it (fsops for the directory, the API
-// for the PV and events). Results come back through the watches, never by re-reading.
-// Failures requeue the key with per-key backoff; success forgets its failures.
+// The controller: informers fill caches and queue keys; a worker takes a key, asks the pure
+// decisions in reconcile.hpp what to do, then does it (fsops for the directory, the API for
+// the PV and events). Results come back through the watches, never by re-reading. Failures
+// requeue the key with per-key backoff; success forgets its failures.
+//
+// Several workers (--workers), each with its own API connection, so that one slow removal or
+// request holds up only one key; the queue never hands one key to two workers. The orphan
+// scan runs alone: it takes the filesystem lock exclusively, workers share it.
 #pragma once
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "config.hpp"
 #include "fsops.hpp"
@@ -48,29 +54,32 @@ struct ControllerStats {
 class Controller {
  public:
   Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Root* root)
-      : cfg_(cfg), ep_(std::move(ep)), root_(root), worker_conn_(ep_), api_(&worker_conn_),
+      : cfg_(cfg), ep_(std::move(ep)), root_(root),
         recorder_(ep_, "hostpath-provisioner"),
         claims_("PersistentVolumeClaims", api::kClaims, &ClaimFromJson, ep_,
                 [this](const std::string& k) { OnClaim(k); }),
         volumes_("PersistentVolumes", api::kVolumes, &VolumeFromJson, ep_,
                  [this](const std::string& k) { OnVolume(k); }),
         classes_("StorageClasses", api::kClasses, &StorageClassFromJson, ep_,
-                 [this](const std::string& k) { OnClass(k); }) {}
+                 [this](const std::string& k) { OnClass(k); }) {
+    for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
+  }
 
   ~Controller() { Stop(); }
 
-  // Starts the watches and the worker. Errors: TLS material that cannot be used.
+  // Starts the watches and the workers. Errors: TLS material that cannot be used.
   Status Start() {
-    if (Status s = worker_conn_.Init(); !s.ok()) return s;
+    for (auto& w : workers_)
+      if (Status s = w->conn.Init(); !s.ok()) return s;
     if (Status s = recorder_.Start(); !s.ok()) return s;
     for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
       if (!s.ok()) return s;
-    worker_ = std::thread([this] { Work(); });
+    for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
     if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
     return Status::Ok();
   }
 
-  // Stops taking keys, lets the key in progress finish, ends the watches.
+  // Stops taking keys, lets the keys in progress finish, ends the watches.
   void Stop() {
     {
       std::lock_guard<std::mutex> lock(stop_mu_);
@@ -79,7 +88,8 @@ class Controller {
     }
     stop_cv_.notify_all();
     queue_.ShutDown();
-    if (worker_.joinable()) worker_.join();
+    for (auto& w : workers_)
+      if (w->thread.joinable()) w->thread.join();
     if (resync_.joinable()) resync_.join();
     recorder_.Stop();
     claims_.Stop();
@@ -91,11 +101,15 @@ class Controller {
   bool Synced() const { return claims_.Synced() && volumes_.Synced() && classes_.Synced(); }
   size_t QueueDepth() { return queue_.Depth(); }
   long WatchRestarts() const { return claims_.WatchRestarts() + volumes_.WatchRestarts() + classes_.WatchRestarts(); }
-  // Seconds since the worker last finished a key or went idle (for a liveness check).
+  // Every worker has been on its current key for longer than `limit`: nothing can make
+  // progress (for a liveness check). One long removal alone is not stuck.
   bool WorkerStuck(std::chrono::seconds limit) const {
-    long busy_since = busy_since_ms_;
-    if (busy_since == 0) return false;
-    return NowMs() - busy_since > limit.count() * 1000;
+    const long now = NowMs();
+    for (const auto& w : workers_) {
+      long busy_since = w->busy_since_ms;
+      if (busy_since == 0 || now - busy_since <= limit.count() * 1000) return false;
+    }
+    return true;
   }
   ControllerStats& stats() { return stats_; }
 
@@ -106,6 +120,15 @@ class Controller {
   }
 
   static constexpr const char* kScanOrphans = "scan/orphans";
+
+  // A worker thread and what only it uses.
+  struct Worker {
+    explicit Worker(std::shared_ptr<const ApiEndpoint> ep) : conn(std::move(ep)), api(&conn) {}
+    ApiConnection conn;
+    KubeApi api;
+    std::thread thread;
+    std::atomic<long> busy_since_ms{0};  // 0 when idle
+  };
 
   void OnClaim(const std::string& key) { queue_.Add("claim/" + key); }
   void OnVolume(const std::string& key) { queue_.Add("volume/" + key); }
@@ -126,11 +149,11 @@ class Controller {
       volumes_.ForEach([&](const Volume& v) {
         if (v.phase != "Bound") queue_.Add("volume/" + v.meta.name);
       });
-      queue_.Add(kScanOrphans);  // on the worker: never beside a provision in progress
+      queue_.Add(kScanOrphans);  // on a worker, alone: never beside a provision in progress
     }
   }
 
-  void Work() {
+  void Work(Worker& w) {
     // Decide nothing before every cache holds its first list: a claim seen before its class
     // would get a false "class not found", one seen before the PVs a needless create.
     {
@@ -138,23 +161,25 @@ class Controller {
       while (!Synced() && !stopped_) stop_cv_.wait_for(lock, std::chrono::milliseconds(20));
       if (stopped_) return;
     }
-    ScanOrphans();
+    std::call_once(first_scan_, [this] { queue_.Add(kScanOrphans); });
     std::string key;
     while (queue_.Get(&key)) {
-      busy_since_ms_ = NowMs();
+      w.busy_since_ms = NowMs();
       if (key == kScanOrphans) {
+        std::unique_lock<std::shared_mutex> alone(fs_mu_);
         ScanOrphans();
-        busy_since_ms_ = 0;
-        continue;
-      }
-      Outcome o = key.rfind("claim/", 0) == 0 ? SyncClaim(key.substr(6)) : SyncVolume(key.substr(7));
-      if (o.retry) {
-        auto d = queue_.AddRateLimited(key, std::chrono::seconds(o.retry_after));
-        LogDebug(1, key + ": retrying in " + std::to_string(d.count()) + " ms");
       } else {
-        queue_.Forget(key);
+        std::shared_lock<std::shared_mutex> shared(fs_mu_);
+        Outcome o = key.rfind("claim/", 0) == 0 ? SyncClaim(w, key.substr(6)) : SyncVolume(w, key.substr(7));
+        if (o.retry) {
+          auto d = queue_.AddRateLimited(key, std::chrono::seconds(o.retry_after));
+          LogDebug(1, key + ": retrying in " + std::to_string(d.count()) + " ms");
+        } else {
+          queue_.Forget(key);
+        }
       }
-      busy_since_ms_ = 0;
+      queue_.Done(key);
+      w.busy_since_ms = 0;
     }
   }
 
@@ -162,7 +187,8 @@ class Controller {
   // claim whose PV was never created (a crash or failure between mkdir and create, then the
   // claim went away), or left by a Retain volume whose PV was deleted by hand. An empty one
   // held no data: it is removed. One with files may be someone's data: it is only reported.
-  // Directories of claims still waiting to be provisioned are left for the worker.
+  // Directories of claims still waiting to be provisioned, and of PVs just created whose watch
+  // event has not come yet, are left alone.
   void ScanOrphans() {
     Result<std::vector<std::string>> dirs = root_->ListDirs();
     if (!dirs.ok()) {
@@ -177,7 +203,7 @@ class Controller {
       const size_t kPv = 40;  // "pvc-" + a 36-character uid
       if (d.size() <= kPv + 1 || d[d.size() - kPv - 1] != '-' || d.compare(d.size() - kPv, 4, "pvc-") != 0) continue;
       std::string pv = d.substr(d.size() - kPv);
-      if (volumes_.Get(pv) || pending_uids.count(pv.substr(4))) continue;
+      if (volumes_.Get(pv) || pending_uids.count(pv.substr(4)) || Created(pv)) continue;
       Status s = root_->RemoveIfEmpty(d);
       if (s.ok()) {
         LogInfo("removed orphaned directory " + cfg_.pv_dir + "/" + d + ": empty, and no PersistentVolume " + pv +
@@ -207,14 +233,20 @@ class Controller {
   }
   static Involved Of(const Volume& v) { return {"PersistentVolume", "", v.meta.name, v.meta.uid, v.meta.resource_version}; }
 
-  Outcome SyncClaim(const std::string& key) {
+  // A PV this process created whose watch event has not come yet.
+  bool Created(const std::string& pv) {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    return created_.count(pv) > 0;
+  }
+
+  Outcome SyncClaim(Worker& w, const std::string& key) {
     std::optional<Claim> claim = claims_.Get(key);
     if (!claim) return Done();  // gone
     std::optional<StorageClass> sc;
     if (!claim->storage_class_name.empty()) sc = classes_.Get(claim->storage_class_name);
     std::string pv_name = VolumeNameFor(*claim);
     std::optional<Volume> existing = volumes_.Get(pv_name);
-    if (!existing && created_.count(pv_name)) return Done();  // made it; its watch event is on the way
+    if (!existing && Created(pv_name)) return Done();  // made it; its watch event is on the way
     Action a = DecideClaim(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr);
     switch (a.kind) {
       case Action::kNothing:
@@ -226,13 +258,13 @@ class Controller {
         recorder_.Warning(Of(*claim), a.reason, a.message);
         return Retry();
       case Action::kProvision:
-        return Provision(*claim, a);
+        return Provision(w, *claim, a);
       default:
         return Done();
     }
   }
 
-  Outcome Provision(const Claim& claim, const Action& a) {
+  Outcome Provision(Worker& w, const Claim& claim, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string key = KeyOf(claim.meta);
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
@@ -240,10 +272,16 @@ class Controller {
       return ProvisionFailed(claim, "cannot make directory " + path + ": " + s.message() +
                                         "; check that PV_DIR is writable by the provisioner");
     }
-    Status s = api_.CreateVolume(a.volume);
+    {
+      // Before the create, so that its watch event, which another worker may handle, always
+      // finds it.
+      std::lock_guard<std::mutex> lock(state_mu_);
+      created_.insert(a.volume.meta.name);
+    }
+    Status s = w.api.CreateVolume(a.volume);
     if (s.code() == Status::kConflict) {
       // Made by an earlier attempt (a crash, a retry)? Then it is ours and done.
-      Result<Volume> got = api_.GetVolume(a.volume.meta.name);
+      Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
       if (got.ok() && got->claim_ref.uid == claim.meta.uid) {
         s = Status::Ok();
       } else if (got.ok()) {
@@ -254,12 +292,15 @@ class Controller {
       }
     }
     if (!s.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(state_mu_);
+        created_.erase(a.volume.meta.name);
+      }
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
       Outcome o = ProvisionFailed(claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
-      o.retry_after = worker_conn_.last_retry_after();
+      o.retry_after = w.conn.last_retry_after();
       return o;
     }
-    created_.insert(a.volume.meta.name);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats_.provisioned++;
     stats_.provision_seconds.Observe(secs);
@@ -278,14 +319,17 @@ class Controller {
     return Retry();
   }
 
-  Outcome SyncVolume(const std::string& name) {
+  Outcome SyncVolume(Worker& w, const std::string& name) {
     std::optional<Volume> v = volumes_.Get(name);
-    created_.erase(name);
-    if (!v) {
-      deleted_.erase(name);
-      return Done();
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      created_.erase(name);
+      if (!v) {
+        deleted_.erase(name);
+        return Done();
+      }
+      if (deleted_.count(name)) return Done();  // deleted it; the watch has not caught up yet
     }
-    if (deleted_.count(name)) return Done();  // deleted it; the watch has not caught up yet
     Action a = DecideVolume(cfg_, *v);
     switch (a.kind) {
       case Action::kNothing:
@@ -297,19 +341,19 @@ class Controller {
         recorder_.Warning(Of(*v), a.reason, a.message);
         return Retry();
       case Action::kDropFinalizer:
-        return DropFinalizer(*v);
+        return DropFinalizer(w, *v);
       case Action::kDelete:
-        return Delete(*v, a);
+        return Delete(w, *v, a);
       default:
         return Done();
     }
   }
 
-  Outcome DropFinalizer(const Volume& v) {
+  Outcome DropFinalizer(Worker& w, const Volume& v) {
     std::vector<std::string> rest;
     for (const auto& f : v.meta.finalizers)
       if (f != ann::kProvisionerFinalizer) rest.push_back(f);
-    if (Status s = api_.SetVolumeFinalizers(v, rest); !s.ok()) {
+    if (Status s = w.api.SetVolumeFinalizers(v, rest); !s.ok()) {
       // A conflict means a newer version is on its way through the watch.
       if (s.code() != Status::kConflict && s.code() != Status::kNotFound) LogWarn(s.message());
       return s.code() == Status::kNotFound ? Done() : Retry();
@@ -317,7 +361,7 @@ class Controller {
     return Done();
   }
 
-  Outcome Delete(const Volume& v, const Action& a) {
+  Outcome Delete(Worker& w, const Volume& v, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
     if (Status s = root_->RemoveTree(a.dir_name); !s.ok()) {
@@ -328,19 +372,22 @@ class Controller {
       return Retry();
     }
     if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
-      Outcome o = DropFinalizer(v);
+      Outcome o = DropFinalizer(w, v);
       if (o.retry) return o;
     }
     if (!v.meta.deleting) {
-      if (Status s = api_.DeleteVolume(v.meta.name, v.meta.uid); !s.ok()) {
+      if (Status s = w.api.DeleteVolume(v.meta.name, v.meta.uid); !s.ok()) {
         stats_.delete_failed++;
         LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
         Outcome o = Retry();
-        o.retry_after = worker_conn_.last_retry_after();
+        o.retry_after = w.conn.last_retry_after();
         return o;
       }
     }
-    deleted_.insert(v.meta.name);
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      deleted_.insert(v.meta.name);
+    }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats_.deleted++;
     stats_.delete_seconds.Observe(secs);
@@ -354,18 +401,19 @@ class Controller {
   const Config cfg_;
   std::shared_ptr<ApiEndpoint> ep_;
   const Root* root_;
-  ApiConnection worker_conn_;  // used by the worker thread only
-  KubeApi api_;
   EventRecorder recorder_;
   WorkQueue queue_;
   ControllerStats stats_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::shared_mutex fs_mu_;   // shared by workers on keys, exclusive for the orphan scan
+  std::once_flag first_scan_;
+  std::mutex state_mu_;       // guards the two sets below
   std::unordered_set<std::string> created_;  // PVs made whose watch event has not come yet
   std::unordered_set<std::string> deleted_;  // PVs deleted that the cache still holds
   Informer<Claim> claims_;
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;
-  std::thread worker_, resync_;
-  std::atomic<long> busy_since_ms_{0};
+  std::thread resync_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopped_ = false;

@@ -1,7 +1,10 @@
 // The work queue: keys, not objects. A key waits in the queue at most once (adding it again
 // while it waits does nothing), may be added after a delay, and failed keys come back after a
 // per-key exponential backoff (capped, jittered) until Forget() clears their count.
-// Thread-safe. Get() sleeps until a key is due: an idle queue wakes nobody.
+// Several workers may Get() at once, but a key is never handed to two at a time: a key added
+// while a worker has it is handed out again only after that worker calls Done() (the
+// semantics of client-go's workqueue). Thread-safe. Get() sleeps until a key is due: an idle
+// queue wakes nobody.
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -71,7 +74,10 @@ class WorkQueue {
       if (at_least.count() > 0) {
         not_before_[key] = Clock::now() + at_least;
         // Added again while it was being worked on (a watch event): the server's word wins.
-        if (queued_.erase(key)) ready_.erase(std::find(ready_.begin(), ready_.end(), key));
+        if (dirty_.erase(key)) {
+          auto it = std::find(ready_.begin(), ready_.end(), key);
+          if (it != ready_.end()) ready_.erase(it);
+        }
       }
     }
     AddAfter(key, delay);
@@ -92,6 +98,7 @@ class WorkQueue {
   }
 
   // Blocks until a key is due, and returns it; returns false once ShutDown() was called.
+  // The caller must call Done(key) when it has finished with the key.
   bool Get(std::string* key) {
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -100,7 +107,8 @@ class WorkQueue {
       if (!ready_.empty()) {
         *key = std::move(ready_.front());
         ready_.pop_front();
-        queued_.erase(*key);
+        dirty_.erase(*key);
+        processing_.insert(*key);
         return true;
       }
       if (delayed_.empty()) {
@@ -113,10 +121,21 @@ class WorkQueue {
     }
   }
 
-  // Keys due now plus keys waiting for a delay (for metrics).
+  // Ends a worker's turn with `key`: if it was added meanwhile, it is due again now.
+  void Done(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    processing_.erase(key);
+    if (dirty_.count(key) > 0) {
+      ready_.push_back(key);
+      cv_.notify_one();
+    }
+  }
+
+  // Keys due now (or as soon as a worker is done with them) plus keys waiting for a delay
+  // (for metrics).
   size_t Depth() {
     std::lock_guard<std::mutex> lock(mu_);
-    return ready_.size() + delayed_.size();
+    return dirty_.size() + delayed_.size();
   }
 
   void ShutDown() {
@@ -132,7 +151,12 @@ class WorkQueue {
       delayed_.erase({it->second, key});
       delayed_at_.erase(it);
     }
-    if (queued_.insert(key).second) ready_.push_back(key);
+    QueueLocked(key);
+  }
+
+  // Marks the key as due; it joins ready_ unless a worker has it (then Done queues it).
+  void QueueLocked(const std::string& key) {
+    if (dirty_.insert(key).second && processing_.count(key) == 0) ready_.push_back(key);
   }
 
   void PromoteDueLocked() {
@@ -141,14 +165,15 @@ class WorkQueue {
       std::string key = delayed_.begin()->second;
       delayed_.erase(delayed_.begin());
       delayed_at_.erase(key);
-      if (queued_.insert(key).second) ready_.push_back(key);
+      QueueLocked(key);
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::string> ready_;
-  std::unordered_set<std::string> queued_;
+  std::deque<std::string> ready_;             // due, in order, none being worked on
+  std::unordered_set<std::string> dirty_;       // due: in ready_, or waiting for Done
+  std::unordered_set<std::string> processing_;  // handed out by Get, not yet Done
   std::set<std::pair<Clock::time_point, std::string>> delayed_;
   std::unordered_map<std::string, Clock::time_point> delayed_at_;
   std::unordered_map<std::string, int> failures_;

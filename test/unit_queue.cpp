@@ -1,7 +1,12 @@
 // The work queue: deduplication, delays, backoff growth and cap, shutdown.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
+#include <vector>
 
 #include "queue.hpp"
 
@@ -109,4 +114,73 @@ TEST_CASE("a key added while being worked on still waits out the server's Retry-
   REQUIRE(q.Get(&k));
   CHECK(k == "other");
   CHECK(q.Depth() == 1);  // "k" waits for its delay
+}
+
+TEST_CASE("a key added while a worker has it comes again only after Done", "[queue]") {
+  WorkQueue q;
+  q.Add("k");
+  std::string k;
+  REQUIRE(q.Get(&k));
+  q.Add("k");  // a watch event while a worker handles "k"
+  q.Add("other");
+  std::string second;
+  REQUIRE(q.Get(&second));
+  CHECK(second == "other");  // not "k": its worker is not done
+  CHECK(q.Depth() == 1);
+  q.Done("other");
+  q.Done("k");
+  REQUIRE(q.Get(&k));
+  CHECK(k == "k");
+  q.Done("k");
+  CHECK(q.Depth() == 0);
+}
+
+TEST_CASE("workers never hold the same key at once, and every add is worked on", "[queue]") {
+  WorkQueue q;
+  constexpr int kKeys = 20, kAdds = 20000, kWorkers = 4;
+  std::mutex mu;
+  std::set<std::string> held;
+  std::map<std::string, int> last_seen_add, last_added;
+  bool overlap = false;
+  std::atomic<int> handled{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < kWorkers; ++w)
+    workers.emplace_back([&] {
+      std::string k;
+      while (q.Get(&k)) {
+        {
+          std::lock_guard<std::mutex> l(mu);
+          overlap = overlap || !held.insert(k).second;
+          last_seen_add[k] = last_added[k];  // everything added so far is seen by this turn
+        }
+        std::this_thread::yield();
+        {
+          std::lock_guard<std::mutex> l(mu);
+          held.erase(k);
+        }
+        ++handled;
+        q.Done(k);
+      }
+    });
+  for (int i = 0; i < kAdds; ++i) {
+    std::string k = "k" + std::to_string(i % kKeys);
+    {
+      std::lock_guard<std::mutex> l(mu);
+      last_added[k] = i;
+    }
+    q.Add(k);
+  }
+  // Every key's last add must be seen by some later turn.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool all_seen = false;
+  while (!all_seen && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(5));
+    std::lock_guard<std::mutex> l(mu);
+    all_seen = last_seen_add == last_added && held.empty();
+  }
+  q.ShutDown();
+  for (auto& t : workers) t.join();
+  CHECK_FALSE(overlap);
+  CHECK(all_seen);
+  CHECK(handled > 0);
 }
