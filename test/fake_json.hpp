@@ -5,6 +5,7 @@
 #include <picojson.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
@@ -32,34 +33,40 @@ inline Result<Json> ParseJson(const std::string& text) {
 
 // s as a JSON string literal, escaped as picojson escapes it.
 inline void AppendJsonString(std::string& out, const std::string& s) {
+  // kEscape[c]: 0 = copied as is, else the character after the backslash ('u' = \u00XX).
+  static const auto kEscape = [] {
+    std::array<char, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[c] = 'u';
+    t[0x7f] = 'u';
+    t['"'] = '"';
+    t['\\'] = '\\';
+    t['/'] = '/';
+    t['\b'] = 'b';
+    t['\f'] = 'f';
+    t['\n'] = 'n';
+    t['\r'] = 'r';
+    t['\t'] = 't';
+    return t;
+  }();
   out += '"';
+  const char* p = s.data();
+  const size_t n = s.size();
   size_t run = 0;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    const char* esc = nullptr;
-    switch (c) {
-      case '"': esc = "\\\""; break;
-      case '\\': esc = "\\\\"; break;
-      case '/': esc = "\\/"; break;
-      case '\b': esc = "\\b"; break;
-      case '\f': esc = "\\f"; break;
-      case '\n': esc = "\\n"; break;
-      case '\r': esc = "\\r"; break;
-      case '\t': esc = "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) continue;
-    }
-    out.append(s, run, i - run);
+  for (size_t i = 0; i < n; ++i) {
+    const char e = kEscape[static_cast<unsigned char>(p[i])];
+    if (e == 0) continue;
+    out.append(p + run, i - run);
     run = i + 1;
-    if (esc != nullptr) {
-      out += esc;
+    if (e != 'u') {
+      const char pair[2] = {'\\', e};
+      out.append(pair, 2);
     } else {
       char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c & 0xff);
+      std::snprintf(buf, sizeof buf, "\\u%04x", p[i] & 0xff);
       out += buf;
     }
   }
-  out.append(s, run, std::string::npos);
+  out.append(p + run, n - run);
   out += '"';
 }
 
