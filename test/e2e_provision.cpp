@@ -424,3 +424,34 @@ TEST_CASE("orphaned directories at start: empty ones removed, ones with data rep
   CHECK(Exists(c.DirOf("default", "live")));
   CHECK_THAT(second.Log(), Catch::Contains("removed orphaned directory " + empty));
 }
+
+TEST_CASE("a slow directory removal does not hold up a new claim (several workers)", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);  // WORKERS defaults to 4
+  c.api.CreateYaml(ClaimYaml("default", "big", "hostpath"));
+  REQUIRE(c.WaitBound("default", "big"));
+  const std::string big_pv = c.VolumeOf("default", "big");
+  const std::string big_dir = c.DirOf("default", "big");
+  // 150 000 files: about a second and a half to remove on this machine's ext4.
+  const std::string many = big_dir + "/many";
+  REQUIRE(::mkdir(many.c_str(), 0755) == 0);
+  int not_made = 0;
+  for (int i = 0; i < 150000; ++i) {
+    int fd = ::open((many + "/f" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0644);
+    if (fd < 0) ++not_made;
+    else ::close(fd);
+  }
+  REQUIRE(not_made == 0);
+
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/big").code == 200);
+  REQUIRE(Eventually([&] { return Phase(c.api.Volume(big_pv)) == "Released"; }));
+  c.api.CreateYaml(ClaimYaml("default", "small", "hostpath"));
+  REQUIRE(c.WaitBound("default", "small"));
+  // Bound while the big volume was still being removed: its PV goes only after its directory.
+  CHECK(c.api.Volume(big_pv).is<picojson::object>());
+  CHECK(Exists(c.DirOf("default", "small")));
+
+  CHECK(Eventually([&] { return !c.api.Volume(big_pv).is<picojson::object>(); }, seconds(60)));
+  CHECK_FALSE(Exists(big_dir));
+  CHECK(c.api.Denials().empty());
+}
