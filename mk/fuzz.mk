@@ -8,6 +8,9 @@
 #   make sanitize                every unit test, the e2e tests, the provisioner and the fake API
 #                                server built with ASan + UBSan into build/asan/ and run; any
 #                                sanitizer report (also from the child processes) fails it.
+#   make tsan                    the provisioner and the work-queue test built with
+#                                ThreadSanitizer into build/tsan/; runs the queue test and the
+#                                e2e tests against that provisioner; any data-race report fails it.
 CLANGXX       ?= clang++
 CLANG_PKGS    := clang libclang-rt-14-dev
 SAN_FLAGS     := -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
@@ -27,7 +30,12 @@ ASAN_E2E      := $(E2E_SRCS:test/%.cpp=$(ASAN_DIR)/test/%)
 ASAN_PROV     := $(ASAN_DIR)/hostpath-provisioner
 ASAN_FAKE     := $(ASAN_DIR)/fake-apiserver
 
-.PHONY: clang-deps fuzz sanitize
+TSAN_DIR      := $(BUILD)/tsan
+TSAN_FLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=thread
+TSAN_PROV     := $(TSAN_DIR)/hostpath-provisioner
+TSAN_QUEUE    := $(TSAN_DIR)/test/unit_queue
+
+.PHONY: clang-deps fuzz sanitize tsan
 
 clang-deps:
 	@missing=""; \
@@ -98,3 +106,30 @@ sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
 	  echo "sanitize: $$(ls $$reports | wc -l) sanitizer report(s) in $(ASAN_DIR)/reports/"; exit 1; \
 	fi; \
 	echo "sanitize: no sanitizer reports$$([ $$rc -eq 0 ] || echo ', but test failures (above)')"; exit $$rc
+
+# --- ThreadSanitizer ---------------------------------------------------------------------
+# The workers, informers, recorder and HTTP endpoint share the cache, the queue and the
+# controller's sets: races there show up as reports from the provisioner while the e2e tests
+# drive it. The tests themselves are the ordinary build.
+$(TSAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) -c $< -o $@
+
+$(TSAN_QUEUE): test/unit_queue.cpp $(TSAN_DIR)/test/catch_main.o queue.hpp | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+
+$(TSAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< -o $@ $(LIBS)
+
+tsan: $(TSAN_PROV) $(TSAN_QUEUE) $(E2E_BINS) $(FAKE)
+	@rm -rf $(TSAN_DIR)/reports; mkdir -p $(TSAN_DIR)/reports; \
+	reports=$$(realpath $(TSAN_DIR)/reports); \
+	TSAN_OPTIONS=log_path=$$reports/report:halt_on_error=0:second_deadlock_stack=1 \
+	PROVISIONER=$(TSAN_PROV) bash test/run.sh $(TSAN_QUEUE) $(E2E_BINS); rc=$$?; \
+	if [ -n "$$(ls $$reports)" ]; then \
+	  for f in $$reports/*; do echo "=== tsan report $$f"; cat $$f; done; \
+	  echo "tsan: $$(ls $$reports | wc -l) report(s) in $(TSAN_DIR)/reports/"; exit 1; \
+	fi; \
+	echo "tsan: no reports$$([ $$rc -eq 0 ] || echo ', but test failures (above)')"; exit $$rc
