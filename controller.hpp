@@ -51,6 +51,27 @@ struct ControllerStats {
   Histogram provision_seconds, delete_seconds;
 };
 
+// A set of names that several workers share.
+class NameSet {
+ public:
+  void Insert(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_.insert(name);
+  }
+  void Erase(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu_);
+    names_.erase(name);
+  }
+  bool Contains(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return names_.count(name) > 0;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_set<std::string> names_;
+};
+
 class Controller {
  public:
   Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Root* root)
@@ -203,7 +224,7 @@ class Controller {
       const size_t kPv = 40;  // "pvc-" + a 36-character uid
       if (d.size() <= kPv + 1 || d[d.size() - kPv - 1] != '-' || d.compare(d.size() - kPv, 4, "pvc-") != 0) continue;
       std::string pv = d.substr(d.size() - kPv);
-      if (volumes_.Get(pv) || pending_uids.count(pv.substr(4)) || Created(pv)) continue;
+      if (volumes_.Get(pv) || pending_uids.count(pv.substr(4)) || created_.Contains(pv)) continue;
       Status s = root_->RemoveIfEmpty(d);
       if (s.ok()) {
         LogInfo("removed orphaned directory " + cfg_.pv_dir + "/" + d + ": empty, and no PersistentVolume " + pv +
@@ -233,12 +254,6 @@ class Controller {
   }
   static Involved Of(const Volume& v) { return {"PersistentVolume", "", v.meta.name, v.meta.uid, v.meta.resource_version}; }
 
-  // A PV this process created whose watch event has not come yet.
-  bool Created(const std::string& pv) {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    return created_.count(pv) > 0;
-  }
-
   Outcome SyncClaim(Worker& w, const std::string& key) {
     std::optional<Claim> claim = claims_.Get(key);
     if (!claim) return Done();  // gone
@@ -246,7 +261,7 @@ class Controller {
     if (!claim->storage_class_name.empty()) sc = classes_.Get(claim->storage_class_name);
     std::string pv_name = VolumeNameFor(*claim);
     std::optional<Volume> existing = volumes_.Get(pv_name);
-    if (!existing && Created(pv_name)) return Done();  // made it; its watch event is on the way
+    if (!existing && created_.Contains(pv_name)) return Done();  // made it; its watch event is on the way
     Action a = DecideClaim(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr);
     switch (a.kind) {
       case Action::kNothing:
@@ -272,12 +287,8 @@ class Controller {
       return ProvisionFailed(claim, "cannot make directory " + path + ": " + s.message() +
                                         "; check that PV_DIR is writable by the provisioner");
     }
-    {
-      // Before the create, so that its watch event, which another worker may handle, always
-      // finds it.
-      std::lock_guard<std::mutex> lock(state_mu_);
-      created_.insert(a.volume.meta.name);
-    }
+    // Before the create, so that its watch event, which another worker may handle, finds it.
+    created_.Insert(a.volume.meta.name);
     Status s = w.api.CreateVolume(a.volume);
     if (s.code() == Status::kConflict) {
       // Made by an earlier attempt (a crash, a retry)? Then it is ours and done.
@@ -292,10 +303,7 @@ class Controller {
       }
     }
     if (!s.ok()) {
-      {
-        std::lock_guard<std::mutex> lock(state_mu_);
-        created_.erase(a.volume.meta.name);
-      }
+      created_.Erase(a.volume.meta.name);
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
       Outcome o = ProvisionFailed(claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
       o.retry_after = w.conn.last_retry_after();
@@ -321,15 +329,12 @@ class Controller {
 
   Outcome SyncVolume(Worker& w, const std::string& name) {
     std::optional<Volume> v = volumes_.Get(name);
-    {
-      std::lock_guard<std::mutex> lock(state_mu_);
-      created_.erase(name);
-      if (!v) {
-        deleted_.erase(name);
-        return Done();
-      }
-      if (deleted_.count(name)) return Done();  // deleted it; the watch has not caught up yet
+    created_.Erase(name);
+    if (!v) {
+      deleted_.Erase(name);
+      return Done();
     }
+    if (deleted_.Contains(name)) return Done();  // deleted it; the watch has not caught up yet
     Action a = DecideVolume(cfg_, *v);
     switch (a.kind) {
       case Action::kNothing:
@@ -384,10 +389,7 @@ class Controller {
         return o;
       }
     }
-    {
-      std::lock_guard<std::mutex> lock(state_mu_);
-      deleted_.insert(v.meta.name);
-    }
+    deleted_.Insert(v.meta.name);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats_.deleted++;
     stats_.delete_seconds.Observe(secs);
@@ -407,9 +409,8 @@ class Controller {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::shared_mutex fs_mu_;   // shared by workers on keys, exclusive for the orphan scan
   std::once_flag first_scan_;
-  std::mutex state_mu_;       // guards the two sets below
-  std::unordered_set<std::string> created_;  // PVs made whose watch event has not come yet
-  std::unordered_set<std::string> deleted_;  // PVs deleted that the cache still holds
+  NameSet created_;  // PVs made (or being made) whose watch event has not come yet
+  NameSet deleted_;  // PVs deleted that the cache still holds
   Informer<Claim> claims_;
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;

@@ -91,21 +91,10 @@ $(ASAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
 	@mkdir -p $(@D)
 	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
 
-# Sanitizer reports go to files (log_path; ASan and UBSan share one, the last set wins, so both
-# name the same), so that those of the provisioner and the fake,
-# which run as child processes of the e2e tests, are not lost in their logs.
+# Reports go to files (test/sanitized_run.sh), also those of the child processes.
 sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
-	@rm -rf $(ASAN_DIR)/reports; mkdir -p $(ASAN_DIR)/reports; \
-	reports=$$(realpath $(ASAN_DIR)/reports); \
-	ASAN_OPTIONS=log_path=$$reports/report:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1 \
-	UBSAN_OPTIONS=log_path=$$reports/report:print_stacktrace=1 \
 	PROVISIONER=$(ASAN_PROV) FAKE_APISERVER=$(ASAN_FAKE) \
-	  bash test/run.sh $(ASAN_UNIT) $(ASAN_E2E); rc=$$?; \
-	if [ -n "$$(ls $$reports)" ]; then \
-	  for f in $$reports/*; do echo "=== sanitizer report $$f"; cat $$f; done; \
-	  echo "sanitize: $$(ls $$reports | wc -l) sanitizer report(s) in $(ASAN_DIR)/reports/"; exit 1; \
-	fi; \
-	echo "sanitize: no sanitizer reports$$([ $$rc -eq 0 ] || echo ', but test failures (above)')"; exit $$rc
+	  bash test/sanitized_run.sh sanitize $(ASAN_DIR) $(ASAN_UNIT) $(ASAN_E2E)
 
 # --- ThreadSanitizer ---------------------------------------------------------------------
 # The workers, informers, recorder and HTTP endpoint share the cache, the queue and the
@@ -124,12 +113,4 @@ $(TSAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
 	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< -o $@ $(LIBS)
 
 tsan: $(TSAN_PROV) $(TSAN_QUEUE) $(E2E_BINS) $(FAKE)
-	@rm -rf $(TSAN_DIR)/reports; mkdir -p $(TSAN_DIR)/reports; \
-	reports=$$(realpath $(TSAN_DIR)/reports); \
-	TSAN_OPTIONS=log_path=$$reports/report:halt_on_error=0:second_deadlock_stack=1 \
-	PROVISIONER=$(TSAN_PROV) bash test/run.sh $(TSAN_QUEUE) $(E2E_BINS); rc=$$?; \
-	if [ -n "$$(ls $$reports)" ]; then \
-	  for f in $$reports/*; do echo "=== tsan report $$f"; cat $$f; done; \
-	  echo "tsan: $$(ls $$reports | wc -l) report(s) in $(TSAN_DIR)/reports/"; exit 1; \
-	fi; \
-	echo "tsan: no reports$$([ $$rc -eq 0 ] || echo ', but test failures (above)')"; exit $$rc
+	PROVISIONER=$(TSAN_PROV) bash test/sanitized_run.sh tsan $(TSAN_DIR) $(TSAN_QUEUE) $(E2E_BINS)

@@ -708,9 +708,9 @@ inline ApiServer::Reply ApiServer::Discovery(const RequestInfo& info) {
 
 inline ApiServer::Reply ApiServer::Get(const RequestInfo& info) {
   Store::Lock l(store_);
-  const Json* o = store_.Get(info.type->plural, ObjectKey(info.ns, info.name));
+  JsonRef o = store_.Ref(info.type->plural, ObjectKey(info.ns, info.name));
   if (o == nullptr) return {404, server_detail::NotFoundStatus(*info.type, info.name)};
-  return {200, store_.Ref(info.type->plural, ObjectKey(info.ns, info.name))};
+  return {200, o};
 }
 
 inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::Request& req) {

@@ -163,17 +163,14 @@ class Store {
   Bucket& bucket(const std::string& plural) { return buckets_[plural]; }
 
   // The stored object or null.
-  const Json* Get(const std::string& plural, const std::string& key) {
-    auto& objs = buckets_[plural].objects;
-    auto it = objs.find(key);
-    return it == objs.end() ? nullptr : it->second.get();
-  }
+  const Json* Get(const std::string& plural, const std::string& key) { return Ref(plural, key).get(); }
 
   // The stored object itself (shared, immutable), or null.
-  JsonRef Ref(const std::string& plural, const std::string& key) {
+  const JsonRef& Ref(const std::string& plural, const std::string& key) {
+    static const JsonRef kNone;
     auto& objs = buckets_[plural].objects;
     auto it = objs.find(key);
-    return it == objs.end() ? nullptr : it->second;
+    return it == objs.end() ? kNone : it->second;
   }
 
   // Stores obj under its metadata namespace/name with the next resourceVersion, records an
