@@ -22,6 +22,7 @@
 #include "log.hpp"
 #include "objects.hpp"
 #include "status.hpp"
+#include "tls_stream.hpp"
 
 // Resource collection paths (cluster-wide).
 namespace api {
@@ -211,7 +212,7 @@ class ApiConnection {
         return Status::Invalid("client certificate or key of " + ep_->description + " is not valid PEM");
       }
     }
-    cli_ = std::make_unique<httplib::SSLClient>(ep_->host, ep_->port, cert, key);
+    cli_ = std::make_unique<BufferedSslClient>(ep_->host, ep_->port, cert, key);
     X509_free(cert);
     EVP_PKEY_free(key);
     if (!cli_->is_valid()) return Status::Invalid("client certificate and key of " + ep_->description + " do not match");
@@ -358,7 +359,7 @@ class ApiConnection {
   }
 
   std::shared_ptr<const ApiEndpoint> ep_;
-  std::unique_ptr<httplib::SSLClient> cli_;
+  std::unique_ptr<BufferedSslClient> cli_;
   int last_retry_after_ = 0;
 };
 

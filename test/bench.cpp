@@ -196,7 +196,7 @@ class Api {
 class Fake {
  public:
   explicit Fake(const std::string& dir) : dir_(dir) {
-    std::vector<std::string> argv = {harness::Env("FAKE_APISERVER", "build/fake-apiserver"), "--dir", dir, "--rbac",
+    std::vector<std::string> argv = {"/usr/bin/taskset", "-c", "1", harness::Env("FAKE_APISERVER", "build/fake-apiserver"), "--dir", dir, "--rbac",
                                      harness::Env("RBAC_YAML", "manifests/rbac.yaml")};
     proc_ = std::make_unique<harness::Process>(argv, std::map<std::string, std::string>{}, dir + ".log");
     if (!harness::Eventually([&] { return harness::Exists(dir + "/port"); }, std::chrono::seconds(20)))
@@ -725,7 +725,7 @@ Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const 
                                             {"METRICS_ADDRESS", "127.0.0.1:" + std::to_string(p.metrics_port)},
                                             {"LOG_LEVEL", "0"}};
   p.exec_ns = NowNs();
-  p.proc = std::make_unique<harness::Process>(std::vector<std::string>{harness::Env("PROVISIONER", "./hostpath-provisioner")},
+  p.proc = std::make_unique<harness::Process>(std::vector<std::string>{"/usr/bin/taskset", "-c", "0", harness::Env("PROVISIONER", "./hostpath-provisioner")},
                                               env, log);
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   httplib::Client cli("127.0.0.1", p.metrics_port);
@@ -1121,6 +1121,8 @@ int Run(bool startup_only) {
       rep.Add("provisioner CPU per 1000 volumes", Fmt("%.3f s", o.cpu * 1000.0 / static_cast<double>(o.volumes)));
       rep.Add("provisioner peak VmRSS / RssAnon (sampled)", MiB(o.peak.rss_kib) + " / " + MiB(o.peak.anon_kib));
       rep.Add("provisioner VmHWM after the burst", MiB(o.hwm_kib));
+      auto per_1000 = [](double cpu, const Summary& s) { return Fmt("%.3f s", cpu * 1000.0 / static_cast<double>(s.volumes)); };
+      rep.Add("fake-apiserver CPU per 1000 volumes", per_1000(o.fake_cpu, o) + " (baseline's bursts: " + per_1000(b.fake_cpu, b) + ")");
       rep.Add("CPU during provisioner bursts", Load(o));
       rep.Add("CPU during baseline bursts", Load(b));
     }
@@ -1193,6 +1195,7 @@ int Run(bool startup_only) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  { cpu_set_t set; CPU_ZERO(&set); CPU_SET(0, &set); sched_setaffinity(0, sizeof set, &set); }
   signal(SIGPIPE, SIG_IGN);
   try {
     return Run(argc > 1 && std::string(argv[1]) == "--startup-only");

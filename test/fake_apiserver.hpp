@@ -36,6 +36,7 @@
 
 #include "httplib.h"
 #include "test/fake_admission.hpp"
+#include "test/fake_https.hpp"
 #include "test/fake_pvcontroller.hpp"
 #include "test/fake_rbac.hpp"
 #include "test/fake_requestinfo.hpp"
@@ -178,7 +179,7 @@ class ApiServer {
   PvController ctl_;
   Rbac rbac_;
   bool rbac_enabled_ = false;
-  std::unique_ptr<httplib::SSLServer> server_;
+  std::unique_ptr<HttpsServer> server_;
   std::thread thread_;
   int port_ = 0;
   std::string ca_pem_;
@@ -454,11 +455,11 @@ inline Status ApiServer::Start() {
       store_.Put("namespaces", obj);
     }
   }
-  server_ = std::make_unique<httplib::SSLServer>(pki->server_cert.get(), pki->server_key.get());
+  server_ = std::make_unique<HttpsServer>(pki->server_cert.get(), pki->server_key.get());
   if (!server_->is_valid()) return Status::Error("TLS server setup failed");
   int threads = opts_.threads;
   server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  server_->set_tcp_nodelay(true);  // headers and body are separate writes: no Nagle stalls
+  server_->set_tcp_nodelay(true);  // a watch event is a small write: no Nagle stalls
   server_->set_keep_alive_max_count(100000);
   server_->set_keep_alive_timeout(30);
   server_->set_payload_max_length(64 << 20);
@@ -505,6 +506,7 @@ inline void ApiServer::Stop() {
     stopping_ = true;
     store_.NotifyAll();
   }
+  server_->Shutdown();
   server_->stop();
   if (thread_.joinable()) thread_.join();
   server_.reset();

@@ -1,0 +1,149 @@
+// httplib's stream over a TLS connection, buffered, for the client (k8s.hpp) and the fake API
+// server's transport (test/fake_https.hpp).
+//
+// httplib 0.11's own SSLSocketStream reads a response's or request's header lines one byte per
+// SSL_read, calls select() before every read, and select() plus a MSG_PEEK recv() before every
+// write; OpenSSL then makes two read() calls per record (header, body). make bench counted 28
+// select calls and 16 reads per provisioned volume in the provisioner. This stream reads what
+// has arrived into a buffer (one poll and one read), and sends a header block together with
+// the body that follows it as one record (one write).
+//
+// Time limits: a read waits at most the read timeout for data to arrive (poll). The socket's
+// SO_RCVTIMEO / SO_SNDTIMEO, which httplib sets when it connects or accepts, bound a record
+// that stalls half-way and a write that cannot proceed, as with httplib's own stream.
+#pragma once
+#include <openssl/ssl.h>
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include <httplib.h>
+
+class TlsStream final : public httplib::Stream {
+ public:
+  // stop_fd: a descriptor that becomes readable to end every wait (-1: none).
+  TlsStream(int sock, SSL* ssl, int read_timeout_ms, int stop_fd = -1)
+      : sock_(sock), ssl_(ssl), read_timeout_ms_(read_timeout_ms), stop_fd_(stop_fd) {}
+  TlsStream(const TlsStream&) = delete;
+  TlsStream& operator=(const TlsStream&) = delete;
+
+  bool is_readable() const override { return pos_ < len_ || SSL_has_pending(ssl_) == 1; }
+  bool is_writable() const override { return !failed_; }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (!Flush()) return -1;  // a request is all written before its answer is awaited
+    if (pos_ == len_ && !Fill(read_timeout_ms_)) return -1;
+    size_t n = std::min(size, len_ - pos_);
+    std::memcpy(ptr, buf_ + pos_, n);
+    pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
+
+  // httplib writes a message as its header block, then its body. A header block that no
+  // chunked body follows is held and goes out with the next write, or at Flush().
+  ssize_t write(const char* ptr, size_t size) override {
+    if (failed_) return -1;
+    std::string_view data(ptr, size);
+    if (held_.empty() && IsPlainHeaderBlock(data)) {
+      held_.assign(data);
+      return static_cast<ssize_t>(size);
+    }
+    bool ok;
+    if (held_.empty()) {
+      ok = Send(ptr, size);
+    } else {
+      held_.append(data);
+      ok = Flush();
+    }
+    return ok ? static_cast<ssize_t>(size) : -1;
+  }
+
+  // Sends a held header block. False once a write has failed.
+  bool Flush() {
+    if (held_.empty()) return !failed_;
+    bool ok = Send(held_.data(), held_.size());
+    held_.clear();
+    return ok;
+  }
+
+  // Waits for the next message's first bytes: false on a timeout, the stop descriptor or a
+  // closed connection.
+  bool WaitForData(int timeout_ms) { return is_readable() || Fill(timeout_ms); }
+
+  // httplib asks for both addresses on every request: looked up once per stream.
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    if (remote_port_ < 0) httplib::detail::get_remote_ip_and_port(sock_, remote_ip_, remote_port_);
+    ip = remote_ip_;
+    port = remote_port_;
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    if (local_port_ < 0) httplib::detail::get_local_ip_and_port(sock_, local_ip_, local_port_);
+    ip = local_ip_;
+    port = local_port_;
+  }
+  socket_t socket() const override { return sock_; }
+
+ private:
+  // "HTTP/1.1 200 OK\r\n...\r\n\r\n" or "GET /x HTTP/1.1\r\n...\r\n\r\n", not chunked.
+  static bool IsPlainHeaderBlock(std::string_view d) {
+    if (d.size() < 4 || d.substr(d.size() - 4) != "\r\n\r\n") return false;
+    size_t eol = d.find("\r\n");
+    std::string_view first = d.substr(0, eol);
+    bool start = first.rfind("HTTP/", 0) == 0 || (first.size() > 9 && first.substr(first.size() - 9, 6) == " HTTP/");
+    return start && d.find("Transfer-Encoding: chunked") == std::string_view::npos;
+  }
+
+  // Waits up to timeout_ms (< 0: no limit) until the socket is readable; false on a timeout
+  // or the stop descriptor.
+  bool WaitReadable(int timeout_ms) const {
+    pollfd fds[2] = {{sock_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    int n;
+    do n = ::poll(fds, stop_fd_ >= 0 ? 2 : 1, timeout_ms);
+    while (n < 0 && errno == EINTR);
+    return n > 0 && fds[0].revents != 0 && (stop_fd_ < 0 || fds[1].revents == 0);
+  }
+
+  bool Fill(int timeout_ms) {
+    pos_ = len_ = 0;
+    if (SSL_has_pending(ssl_) != 1 && !WaitReadable(timeout_ms)) return false;
+    size_t n = 0;
+    if (SSL_read_ex(ssl_, buf_, sizeof buf_, &n) != 1) return false;
+    len_ = n;
+    return true;
+  }
+
+  bool Send(const char* p, size_t n) {
+    size_t written = 0;
+    if (n > 0 && SSL_write_ex(ssl_, p, n, &written) != 1) failed_ = true;
+    return !failed_;
+  }
+
+  int sock_;
+  SSL* ssl_;
+  int read_timeout_ms_;
+  int stop_fd_;
+  char buf_[16384];
+  size_t pos_ = 0, len_ = 0;
+  std::string held_;
+  bool failed_ = false;
+  mutable std::string remote_ip_, local_ip_;
+  mutable int remote_port_ = -1, local_port_ = -1;
+};
+
+// httplib::SSLClient whose requests go through a TlsStream.
+class BufferedSslClient final : public httplib::SSLClient {
+ public:
+  using httplib::SSLClient::SSLClient;
+
+ private:
+  bool process_socket(const Socket& socket, std::function<bool(httplib::Stream&)> callback) override {
+    SSL_set_read_ahead(socket.ssl, 1);
+    TlsStream strm(socket.sock, socket.ssl, static_cast<int>(read_timeout_sec_ * 1000 + read_timeout_usec_ / 1000));
+    bool ok = callback(strm);
+    return strm.Flush() && ok;
+  }
+};
