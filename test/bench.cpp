@@ -18,12 +18,16 @@
 // keep-alive HTTPS connection with the service account's token; for a deletion, one rmdir and
 // one PV delete. No watches, no cache, no events, no finalizer.
 //
+// With two CPUs or more the fake API server runs on a CPU of its own, and everything else on
+// the rest (see Cpus).
+//
 // A benchmark, not a test: no timing is asserted. Exit 0 unless something broke (a process
 // that does not start, a burst that does not complete within 120 s); then exit 1.
 // Output: a table on stdout and build/bench.json. Work files and logs: build/bench-run/, replaced
 // on each run. Binaries: FAKE_APISERVER, PROVISIONER as in test/harness.hpp. With the argument
 // --startup-only it runs only the start-up measurement (for profiling it).
 #include <dirent.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -192,13 +196,53 @@ class Api {
   std::string token_;
 };
 
+// Who runs where. With two CPUs or more, the fake API server gets the last one to itself, and
+// the provisioner, the baseline client and this program's clients share the others: a real
+// API server does not take its CPU from the provisioner, and the fake's share of its own CPU
+// then tells whether it was the bottleneck. With one CPU, nothing is pinned.
+struct Cpus {
+  std::vector<int> fake, clients;
+  std::string Describe() const {
+    if (fake.empty()) return "one CPU: nothing pinned";
+    std::string c;
+    for (int i : clients) c += (c.empty() ? "" : ",") + std::to_string(i);
+    return "fake-apiserver on CPU " + std::to_string(fake[0]) + "; provisioner, baseline and bench clients on CPU " + c;
+  }
+};
+
+const Cpus& TheCpus() {
+  static const Cpus cpus = [] {
+    Cpus c;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return c;
+    std::vector<int> usable;
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &set)) usable.push_back(i);
+    if (usable.size() < 2) return c;
+    c.fake = {usable.back()};
+    c.clients.assign(usable.begin(), usable.end() - 1);
+    return c;
+  }();
+  return cpus;
+}
+
+// Confines this process (and the threads it starts from now on) to the clients' CPUs.
+void PinClients() {
+  if (TheCpus().clients.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : TheCpus().clients) CPU_SET(c, &set);
+  sched_setaffinity(0, sizeof set, &set);
+}
+
 // The fake API server as a process, with RBAC from manifests/rbac.yaml.
 class Fake {
  public:
   explicit Fake(const std::string& dir) : dir_(dir) {
-    std::vector<std::string> argv = {"/usr/bin/taskset", "-c", "1", harness::Env("FAKE_APISERVER", "build/fake-apiserver"), "--dir", dir, "--rbac",
+    std::vector<std::string> argv = {harness::Env("FAKE_APISERVER", "build/fake-apiserver"), "--dir", dir, "--rbac",
                                      harness::Env("RBAC_YAML", "manifests/rbac.yaml")};
-    proc_ = std::make_unique<harness::Process>(argv, std::map<std::string, std::string>{}, dir + ".log");
+    proc_ = std::make_unique<harness::Process>(argv, std::map<std::string, std::string>{}, dir + ".log", TheCpus().fake);
     if (!harness::Eventually([&] { return harness::Exists(dir + "/port"); }, std::chrono::seconds(20)))
       throw Failure("fake-apiserver did not start: " + proc_->Log());
     port_ = std::stoi(harness::ReadFile(dir + "/port"));
@@ -725,8 +769,8 @@ Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const 
                                             {"METRICS_ADDRESS", "127.0.0.1:" + std::to_string(p.metrics_port)},
                                             {"LOG_LEVEL", "0"}};
   p.exec_ns = NowNs();
-  p.proc = std::make_unique<harness::Process>(std::vector<std::string>{"/usr/bin/taskset", "-c", "0", harness::Env("PROVISIONER", "./hostpath-provisioner")},
-                                              env, log);
+  p.proc = std::make_unique<harness::Process>(std::vector<std::string>{harness::Env("PROVISIONER", "./hostpath-provisioner")},
+                                              env, log, TheCpus().clients);
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   httplib::Client cli("127.0.0.1", p.metrics_port);
   cli.set_connection_timeout(std::chrono::seconds(1));
@@ -948,8 +992,8 @@ std::string Times(const Summary& s) {
          std::to_string(s.seconds.size()) + " runs)";
 }
 
-// CPU shares over the bursts' time: the fake's (the bottleneck if near a whole core: its store
-// is behind one mutex), and other processes' (other work on this machine skews every figure).
+// CPU shares over the bursts' time: the fake's (the bottleneck if near a whole core: it has one
+// CPU to itself, see Cpus), and other processes' (other work on this machine skews every figure).
 std::string Load(const Summary& s) {
   double fake = s.busy > 0 ? s.fake_cpu / s.busy : 0, others = s.busy > 0 ? s.others_cpu / s.busy : 0;
   return Fmt("fake %.0f%%", fake * 100) + Fmt(", others %.0f%% of a core", others * 100) +
@@ -981,6 +1025,7 @@ int Run(bool startup_only) {
   const std::string work = "build/bench-run";
   std::system(("rm -rf '" + work + "'").c_str());
   if (!harness::Exists("build") || ::mkdir(work.c_str(), 0755) != 0) throw Failure("cannot create " + work);
+  PinClients();
   std::string provisioner_bin = harness::Env("PROVISIONER", "./hostpath-provisioner");
   struct stat st {};
   if (::stat(provisioner_bin.c_str(), &st) != 0) throw Failure(provisioner_bin + " not found: run make first");
@@ -1037,6 +1082,7 @@ int Run(bool startup_only) {
 
   std::printf("bench: provisioner %s; load average %.2f on %ld CPUs\n", provisioner_bin.c_str(), load_before,
               sysconf(_SC_NPROCESSORS_ONLN));
+  std::printf("bench: %s\n", TheCpus().Describe().c_str());
   std::fflush(stdout);
   {
     Fake fake_p(work + "/api-provisioner"), fake_b(work + "/api-baseline");
@@ -1195,7 +1241,6 @@ int Run(bool startup_only) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  { cpu_set_t set; CPU_ZERO(&set); CPU_SET(0, &set); sched_setaffinity(0, sizeof set, &set); }
   signal(SIGPIPE, SIG_IGN);
   try {
     return Run(argc > 1 && std::string(argv[1]) == "--startup-only");

@@ -5,6 +5,7 @@
 #pragma once
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -86,13 +87,21 @@ inline int FreePort() {
   return ntohs(a.sin_port);
 }
 
-// A child process with its stdout and stderr in a file.
+// A child process with its stdout and stderr in a file; `cpus`, when given, are the only
+// CPUs it may run on.
 class Process {
  public:
-  Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const std::string& log)
+  Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const std::string& log,
+          const std::vector<int>& cpus = {})
       : log_(log) {
     pid_ = ::fork();
     if (pid_ == 0) {
+      if (!cpus.empty()) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        for (int c : cpus) CPU_SET(c, &set);
+        ::sched_setaffinity(0, sizeof set, &set);
+      }
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
