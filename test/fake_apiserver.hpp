@@ -826,9 +826,9 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
 inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Json proposed) {
   using namespace server_detail;
   const ResourceType& t = *info.type;
-  const Json* cur_ptr = store_.Get(t.plural, ObjectKey(info.ns, info.name));
-  if (cur_ptr == nullptr) return {404, NotFoundStatus(t, info.name)};
-  Json cur = *cur_ptr;
+  JsonRef cur_ref = store_.Ref(t.plural, ObjectKey(info.ns, info.name));  // kept alive while cur is read
+  if (cur_ref == nullptr) return {404, NotFoundStatus(t, info.name)};
+  const Json& cur = *cur_ref;
   std::string rv = Str(proposed, {"metadata", "resourceVersion"});
   std::string cur_rv = Str(cur, {"metadata", "resourceVersion"});
   if (!rv.empty() && rv != cur_rv)
@@ -872,7 +872,7 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
     if (!errs.empty()) return {422, InvalidStatus(t, info.name, errs)};
   }
   Meta(next)["resourceVersion"] = Json(cur_rv);
-  if (next == cur) return {200, cur};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
+  if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
   JsonRef stored = store_.Commit(t.plural, std::move(next));
   ctl_.Drain();
   return {200, stored};
@@ -925,9 +925,9 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
   using namespace server_detail;
   const ResourceType& t = *info.type;
   std::string key = ObjectKey(info.ns, info.name);
-  const Json* cur_ptr = store_.Get(t.plural, key);
-  if (cur_ptr == nullptr) return {404, NotFoundStatus(t, info.name)};
-  Json cur = *cur_ptr;
+  JsonRef cur_ref = store_.Ref(t.plural, key);  // kept alive while cur is read
+  if (cur_ref == nullptr) return {404, NotFoundStatus(t, info.name)};
+  const Json& cur = *cur_ref;
   std::string want_uid = Str(options, {"preconditions", "uid"});
   std::string have_uid = Str(cur, {"metadata", "uid"});
   if (!want_uid.empty() && want_uid != have_uid)
@@ -938,11 +938,12 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
     return {409, ConflictStatus(t, info.name, "Precondition failed: ResourceVersion in precondition: " + want_rv +
                                                   ", ResourceVersion in object meta: " + have_rv)};
   if (!StringList(cur, {"metadata", "finalizers"}).empty()) {
-    if (IsDeleting(cur)) return {200, cur};
-    JsonObject& m = Meta(cur);
+    if (IsDeleting(cur)) return {200, cur_ref};
+    Json marked = cur;
+    JsonObject& m = Meta(marked);
     m["deletionTimestamp"] = Json(NowRfc3339());
     m["deletionGracePeriodSeconds"] = Json(0.0);
-    JsonRef stored = store_.Put(t.plural, std::move(cur));
+    JsonRef stored = store_.Put(t.plural, std::move(marked));
     ctl_.Drain();
     return {200, stored};
   }
