@@ -16,7 +16,8 @@
 // The baseline client does only the irreducible work of a provisioner: for each claim, as the
 // claim's create returns (that is how it learns the uid), one mkdir and one PV create over one
 // keep-alive HTTPS connection with the service account's token; for a deletion, one rmdir and
-// one PV delete. No watches, no cache, no events, no finalizer.
+// one PV delete. No watches, no cache, no events, no finalizer. It talks through the same TLS
+// stream as the provisioner (tls_stream.hpp), as do the bench's own clients.
 //
 // With two CPUs or more the fake API server runs on a CPU of its own, and everything else on
 // the rest (see Cpus).
@@ -51,6 +52,7 @@
 #include <vector>
 
 #include "test/harness.hpp"
+#include "tls_stream.hpp"
 
 namespace {
 
@@ -168,7 +170,7 @@ class Api {
     cli_.set_ca_cert_path(ca_file.c_str());
     cli_.enable_server_certificate_verification(true);
     cli_.set_keep_alive(true);
-    cli_.set_tcp_nodelay(true);  // httplib writes headers and body separately: no Nagle stall
+    cli_.set_tcp_nodelay(true);
     cli_.set_read_timeout(std::chrono::seconds(60));
   }
 
@@ -192,7 +194,7 @@ class Api {
   }
 
  private:
-  httplib::SSLClient cli_;
+  BufferedSslClient cli_;  // the provisioner's transport (tls_stream.hpp), for a like-for-like baseline
   std::string token_;
 };
 
@@ -320,7 +322,7 @@ class Watch {
     done_ = true;
   }
 
-  httplib::SSLClient cli_;
+  BufferedSslClient cli_;
   std::string path_, token_;
   Handler on_event_;
   std::atomic<bool> stop_{false}, done_{false};
@@ -995,9 +997,12 @@ std::string Times(const Summary& s) {
 // CPU shares over the bursts' time: the fake's (the bottleneck if near a whole core: it has one
 // CPU to itself, see Cpus), and other processes' (other work on this machine skews every figure).
 std::string Load(const Summary& s) {
-  double fake = s.busy > 0 ? s.fake_cpu / s.busy : 0, others = s.busy > 0 ? s.others_cpu / s.busy : 0;
-  return Fmt("fake %.0f%%", fake * 100) + Fmt(", others %.0f%% of a core", others * 100) +
-         (fake > 0.8 ? " <- fake-apiserver may be the bottleneck" : "");
+  auto share = [&](double cpu) { return s.busy > 0 ? cpu / s.busy * 100 : 0; };
+  double fake = share(s.fake_cpu);
+  std::string out = Fmt("fake %.0f%%", fake);
+  if (s.who == "provisioner") out += Fmt(", provisioner %.0f%%", share(s.cpu));
+  out += Fmt(", bench %.0f%%", share(s.bench_cpu)) + Fmt(", others %.0f%% of a core", share(s.others_cpu));
+  return out + (fake > 80 ? " <- fake-apiserver may be the bottleneck" : "");
 }
 
 std::string Latency(const std::vector<double>& ms) {

@@ -5,7 +5,6 @@
 // Writes DIR/{ca.crt,admin.kubeconfig,provisioner.kubeconfig,serviceaccount/*,port}, prints
 // "fake-apiserver ready https://127.0.0.1:PORT" and serves until SIGTERM or SIGINT (exit 0).
 // Exit 2: bad arguments; exit 1: could not start.
-#include <malloc.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -71,10 +70,6 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);  // before any thread starts: all inherit it
   signal(SIGPIPE, SIG_IGN);
 
-  // The store's one mutex serialises most work, so one malloc arena serves as well as one per
-  // thread, without the mprotect() calls that growing and trimming thread arenas make.
-  mallopt(M_ARENA_MAX, 1);
-  mallopt(M_TRIM_THRESHOLD, 64 << 20);
   fake::ApiServer server(opts);
   Status s = server.Start();
   if (!s.ok()) {
