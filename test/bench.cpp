@@ -20,7 +20,9 @@
 // stream as the provisioner (tls_stream.hpp), as do the bench's own clients.
 //
 // With two CPUs or more the fake API server runs on a CPU of its own, and everything else on
-// the rest (see Cpus).
+// the rest (see Cpus). The bench sees claims become Bound and PVs go by waiting in the fake
+// (GET /fake/wait: the time each was recorded), not through a watch of its own that would
+// add to the fake's work.
 //
 // A benchmark, not a test: no timing is asserted. Exit 0 unless something broke (a process
 // that does not start, a burst that does not complete within 120 s); then exit 1.
@@ -280,55 +282,6 @@ class Fake {
   std::string admin_token_, sa_token_;
 };
 
-// A watch on its own connection and thread: calls on_event(type, object) for every event
-// until destroyed.
-class Watch {
- public:
-  using Handler = std::function<void(const std::string& type, const picojson::value& object)>;
-
-  Watch(const Fake& fake, const std::string& path, Handler on_event)
-      : cli_("127.0.0.1", fake.port()), path_(path), on_event_(std::move(on_event)) {
-    cli_.set_ca_cert_path((fake.dir() + "/ca.crt").c_str());
-    cli_.enable_server_certificate_verification(true);
-    cli_.set_read_timeout(std::chrono::seconds(600));
-    token_ = fake.admin_token();
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~Watch() {
-    stop_ = true;
-    while (!done_) {  // a stop() before the request started would be missed: repeat until done
-      cli_.stop();
-      SleepMs(10);
-    }
-    thread_.join();
-  }
-
- private:
-  void Run() {
-    std::string buf;
-    httplib::Headers h = {{"Authorization", "Bearer " + token_}};
-    cli_.Get(path_.c_str(), h, [&](const char* data, size_t n) {
-      buf.append(data, n);
-      for (size_t nl; (nl = buf.find('\n')) != std::string::npos; buf.erase(0, nl + 1)) {
-        picojson::value ev;
-        std::string err;
-        picojson::parse(ev, buf.cbegin(), buf.cbegin() + static_cast<long>(nl), &err);
-        if (!err.empty() || !ev.is<picojson::object>()) continue;
-        if (ev.get("type").is<std::string>() && ev.get("object").is<picojson::object>())
-          on_event_(ev.get("type").get<std::string>(), ev.get("object"));
-      }
-      return !stop_;
-    });
-    done_ = true;
-  }
-
-  BufferedSslClient cli_;
-  std::string path_, token_;
-  Handler on_event_;
-  std::atomic<bool> stop_{false}, done_{false};
-  std::thread thread_;
-};
-
 std::string Str(const picojson::value& v, std::initializer_list<const char*> path) {
   const picojson::value* cur = &v;
   for (const char* k : path) {
@@ -341,40 +294,63 @@ std::string Str(const picojson::value& v, std::initializer_list<const char*> pat
   return cur->is<std::string>() ? cur->get<std::string>() : "";
 }
 
-// Records, per object name, the first time (ns) an event satisfied `match`.
-class Tracker {
- public:
-  using Match = std::function<bool(const std::string& type, const picojson::value& object)>;
-  explicit Tracker(Match match) : match_(std::move(match)) {}
+// Waits in the fake (GET /fake/wait, see test/fake_apiserver.hpp) until `count` objects
+// matched `query`; returns when the last of them was recorded there (ns since the epoch). The
+// bench observes its bursts this way rather than through a watch, which would add traffic of
+// its own to the fake while it serves the provisioner. Throws on an error or after kBurstLimit.
+int64_t WaitInFake(Api& api, const std::string& query, long count) {
+  auto end = std::chrono::steady_clock::now() + kBurstLimit;
+  while (true) {
+    Reply r = api.Call("GET", "/fake/wait?" + query + "&count=" + std::to_string(count) + "&timeoutSeconds=20", "", false);
+    size_t at = r.body.find("\"lastNs\":");
+    if (r.code == 200 && at != std::string::npos) return std::strtoll(r.body.c_str() + at + 9, nullptr, 10);
+    if (r.code != 504 || std::chrono::steady_clock::now() > end)
+      throw Failure("waiting in the fake for " + std::to_string(count) + " of " + query + ": " + std::to_string(r.code) +
+                    " " + r.body);
+  }
+}
 
-  void On(const std::string& type, const picojson::value& obj) {
-    if (!match_(type, obj)) return;
-    int64_t now = NowNs();
-    std::lock_guard<std::mutex> l(mu_);
-    if (seen_.emplace(Str(obj, {"metadata", "name"}), now).second) last_ = now;
+// WaitInFake on a thread of its own, for a burst that is sampled meanwhile.
+class BackgroundWait {
+ public:
+  BackgroundWait(const Fake& fake, const std::string& query, long count) : api_(fake.Admin()) {
+    thread_ = std::thread([this, query, count] {
+      try {
+        last_ns_ = WaitInFake(*api_, query, count);
+      } catch (const std::exception& e) {
+        error_ = e.what();
+      }
+      done_ = true;
+    });
   }
-  size_t Count() {
-    std::lock_guard<std::mutex> l(mu_);
-    return seen_.size();
-  }
-  int64_t Last() {
-    std::lock_guard<std::mutex> l(mu_);
-    return last_;
+  ~BackgroundWait() { thread_.join(); }
+  bool done() const { return done_; }
+  // When the last object got there; throws what the wait failed with.
+  int64_t last_ns() const {
+    if (!error_.empty()) throw Failure(error_);
+    return last_ns_;
   }
 
  private:
-  Match match_;
-  std::mutex mu_;
-  std::map<std::string, int64_t> seen_;
-  int64_t last_ = 0;
+  std::unique_ptr<Api> api_;
+  int64_t last_ns_ = 0;
+  std::string error_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
 };
 
-// The resourceVersion of a collection now, to watch from.
+// The resourceVersion of a collection now, to wait from.
 std::string CurrentRv(Api& admin, const std::string& collection) {
   Reply r = admin.Call("GET", collection + "?limit=1");
   std::string rv = Str(r.json, {"metadata", "resourceVersion"});
   if (r.code != 200 || rv.empty()) throw Failure("list " + collection + ": " + std::to_string(r.code) + " " + r.body);
   return rv;
+}
+
+// The /fake/wait query for claims named PREFIX-* becoming Bound from now on.
+std::string BoundQuery(Api& admin, const std::string& prefix) {
+  std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
+  return "resource=persistentvolumeclaims&until=Bound&prefix=" + prefix + "-&resourceVersion=" + CurrentRv(admin, collection);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -630,11 +606,7 @@ BurstResult CreateBurst(const Target& t, const std::string& prefix, int n, std::
   auto admin = t.fake->Admin();
   admin->Call("POST", "/fake/reset-requests");
   std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
-  Tracker bound([&](const std::string& type, const picojson::value& o) {
-    return type != "DELETED" && Str(o, {"status", "phase"}) == "Bound" && Str(o, {"metadata", "name"}).rfind(prefix + "-", 0) == 0;
-  });
-  Watch watch(*t.fake, collection + "?watch=true&resourceVersion=" + CurrentRv(*admin, collection),
-              [&](const std::string& type, const picojson::value& o) { bound.On(type, o); });
+  BackgroundWait bound(*t.fake, BoundQuery(*admin, prefix), n);
   CpuMark cpu = MarkCpu(t);
   int64_t t0 = NowNs();
   std::string err;
@@ -650,7 +622,7 @@ BurstResult CreateBurst(const Target& t, const std::string& prefix, int n, std::
     }
   });
   try {
-    WaitSampling(t, [&] { return failed || bound.Count() >= static_cast<size_t>(n); }, &r.peak,
+    WaitSampling(t, [&] { return failed || bound.done(); }, &r.peak,
                  std::string(r.who) + " create burst of " + std::to_string(n));
   } catch (...) {
     creators.join();
@@ -658,7 +630,7 @@ BurstResult CreateBurst(const Target& t, const std::string& prefix, int n, std::
   }
   creators.join();
   if (!err.empty()) throw Failure(err);
-  r.seconds = static_cast<double>(bound.Last() - t0) / 1e9;
+  r.seconds = static_cast<double>(bound.last_ns() - t0) / 1e9;
   AddCpu(t, cpu, &r);
   SleepMs(300);  // let the trailing event (and anything else the burst caused) be sent
   if (t.provisioner) r.hwm_kib = ReadMemory(t.provisioner).hwm_kib;
@@ -673,13 +645,11 @@ BurstResult DeleteBurst(const Target& t, const std::vector<Claimed>& claims, con
   BurstResult r{WhoOf(t), "delete", n};
   auto admin = t.fake->Admin();
   admin->Call("POST", "/fake/reset-requests");
-  std::set<std::string> pvs;
-  for (const Claimed& c : claims) pvs.insert(c.pv());
-  Tracker gone([&](const std::string& type, const picojson::value& o) {
-    return type == "DELETED" && pvs.count(Str(o, {"metadata", "name"})) > 0;
-  });
-  Watch watch(*t.fake, "/api/v1/persistentvolumes?watch=true&resourceVersion=" + CurrentRv(*admin, "/api/v1/persistentvolumes"),
-              [&](const std::string& type, const picojson::value& o) { gone.On(type, o); });
+  std::string prefix = claims.empty() ? "" : claims[0].name.substr(0, claims[0].name.rfind('-') + 1);
+  BackgroundWait gone(*t.fake,
+                      "resource=persistentvolumes&until=Deleted&prefixPath=spec.claimRef.name&prefix=" + prefix +
+                          "&resourceVersion=" + CurrentRv(*admin, "/api/v1/persistentvolumes"),
+                      n);
   CpuMark cpu = MarkCpu(t);
   int64_t t0 = NowNs(), dirs_gone = 0;
   std::string err;
@@ -696,7 +666,7 @@ BurstResult DeleteBurst(const Target& t, const std::vector<Claimed>& claims, con
   });
   auto done = [&] {  // both remove the directory before the PV, so look at it once the PVs are gone
     if (failed) return true;
-    if (gone.Count() < static_cast<size_t>(n)) return false;
+    if (!gone.done()) return false;
     if (CountEntries(t.pv_dir) == 0) dirs_gone = NowNs();
     return dirs_gone != 0;
   };
@@ -708,7 +678,7 @@ BurstResult DeleteBurst(const Target& t, const std::vector<Claimed>& claims, con
   }
   deleters.join();
   if (!err.empty()) throw Failure(err);
-  r.seconds = static_cast<double>(std::max(gone.Last(), dirs_gone) - t0) / 1e9;
+  r.seconds = static_cast<double>(std::max(gone.last_ns(), dirs_gone) - t0) / 1e9;
   AddCpu(t, cpu, &r);
   SleepMs(300);
   if (t.provisioner) r.hwm_kib = ReadMemory(t.provisioner).hwm_kib;
@@ -724,22 +694,19 @@ BurstResult Trickle(const Target& t, const std::string& prefix, int n, std::vect
   auto admin = t.fake->Admin();
   admin->Call("POST", "/fake/reset-requests");
   std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
-  Tracker bound([&](const std::string& type, const picojson::value& o) {
-    return type != "DELETED" && Str(o, {"status", "phase"}) == "Bound" && Str(o, {"metadata", "name"}).rfind(prefix + "-", 0) == 0;
-  });
-  Watch watch(*t.fake, collection + "?watch=true&resourceVersion=" + CurrentRv(*admin, collection),
-              [&](const std::string& type, const picojson::value& o) { bound.On(type, o); });
+  std::string query = BoundQuery(*admin, prefix);
+  auto waiter = t.fake->Admin();
   CpuMark cpu = MarkCpu(t);
-  int64_t t0 = NowNs();
+  int64_t t0 = NowNs(), last_ns = 0;
   for (int i = 0; i < n; ++i) {
     std::string name = prefix + "-" + std::to_string(i);
     Reply rep = admin->Call("POST", collection, ClaimJson(name));
     if (rep.code != 201) throw Failure("create claim " + name + ": " + std::to_string(rep.code) + " " + rep.body);
     claims->push_back({name, Str(rep.json, {"metadata", "uid"})});
     if (t.baseline) t.baseline->Provision(claims->back());
-    WaitSampling(t, [&] { return bound.Count() > static_cast<size_t>(i); }, &r.peak, "claim " + name);
+    last_ns = WaitInFake(*waiter, query, i + 1);
   }
-  r.seconds = static_cast<double>(bound.Last() - t0) / 1e9;
+  r.seconds = static_cast<double>(last_ns - t0) / 1e9;
   AddCpu(t, cpu, &r);
   SleepMs(300);
   ReadRequestLog(*t.fake->Admin(), *claims, true, &r, save_log);

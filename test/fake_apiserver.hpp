@@ -16,6 +16,11 @@
 //   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
 //   POST /fake/rotate-token (new DIR/serviceaccount/token by rename; the old token is revoked)
 //   GET  /fake/requests, /fake/denials (JSON arrays; t_ns exact integers); POST /fake/reset-requests
+//   GET  /fake/wait?resource=R&resourceVersion=RV&until=Bound|Deleted&prefix=P&prefixPath=a.b&count=N
+//        &timeoutSeconds=T  waits until N distinct objects of R (by name) whose string at
+//        prefixPath (default metadata.name) starts with P were seen, after RV, in status.phase
+//        Bound (until=Bound) or deleted (until=Deleted); answers {"count","lastNs"} (200), or
+//        504 with the count so far. An observer for benchmarks that costs no watch traffic.
 //
 // Known differences from kube-apiserver: namespaces need not exist; no pods are modelled (a
 // deleted claim loses its pvc-protection finalizer at once); label selectors are equality-based
@@ -30,6 +35,8 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -169,6 +176,7 @@ class ApiServer {
   Reply StoreUpdateLocked(const RequestInfo& info, Json proposed);
   Reply DeleteLocked(const RequestInfo& info, const Json& options);
   void Watch(const RequestInfo& info, const httplib::Request& req, httplib::Response& res);
+  void WaitFor(const httplib::Request& req, httplib::Response& res);
   void Record(const RequestRecord& r) {
     std::lock_guard<std::mutex> l(log_mu_);
     requests_.push_back(r);
@@ -1089,6 +1097,52 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
   });
 }
 
+// GET /fake/wait (see the top of this file): reads the history as a watch would, without
+// serialising or sending anything until the end.
+inline void ApiServer::WaitFor(const httplib::Request& req, httplib::Response& res) {
+  using namespace server_detail;
+  const std::string plural = req.get_param_value("resource"), until = req.get_param_value("until");
+  const std::string prefix = req.get_param_value("prefix");
+  std::vector<std::string> path_parts;
+  std::stringstream dotted(req.has_param("prefixPath") ? req.get_param_value("prefixPath") : "metadata.name");
+  for (std::string part; std::getline(dotted, part, '.');) path_parts.push_back(part);
+  long want = std::atol(req.get_param_value("count").c_str());
+  int timeout = req.has_param("timeoutSeconds") ? std::atoi(req.get_param_value("timeoutSeconds").c_str()) : 60;
+  auto answer = [&](int code, const std::string& body) {
+    res.status = code;
+    res.set_content(body, "application/json");
+  };
+  if (FindType("", "v1", plural) == nullptr || (until != "Bound" && until != "Deleted") || want < 1 || timeout < 1)
+    return answer(400, ToText(BadRequest("wait needs resource (a core/v1 plural), until=Bound|Deleted, count >= 1")));
+  auto at_path = [&](const Json& obj) {
+    const Json* cur = &obj;
+    for (const auto& k : path_parts)
+      if ((cur = Member(*cur, k)) == nullptr) return std::string();
+    return cur->is<std::string>() ? cur->get<std::string>() : std::string();
+  };
+  std::set<std::string> seen;
+  int64_t last_ns = 0;
+  auto deadline = Clock::now() + std::chrono::seconds(timeout);
+  std::unique_lock<std::mutex> l(store_.mu);
+  Bucket& b = store_.bucket(plural);
+  uint64_t from = std::strtoull(req.get_param_value("resourceVersion").c_str(), nullptr, 10);
+  if (from < b.floor_rv) return answer(410, ToText(StatusBody(410, "Expired", "too old resource version")));
+  auto it = std::upper_bound(b.history.begin(), b.history.end(), from, [](uint64_t v, const EventPtr& e) { return v < e->rv; });
+  uint64_t cursor = b.first_seq + static_cast<uint64_t>(it - b.history.begin());
+  while (static_cast<long>(seen.size()) < want) {
+    if (cursor < b.first_seq) return answer(410, ToText(StatusBody(410, "Expired", "the wait fell behind the history")));
+    for (; cursor < b.NextSeq(); ++cursor) {
+      const WatchEvent& e = *b.history[cursor - b.first_seq];
+      bool hit = until == "Deleted" ? e.type == "DELETED" : e.type != "DELETED" && Str(*e.object, {"status", "phase"}) == "Bound";
+      if (hit && at_path(*e.object).rfind(prefix, 0) == 0 && seen.insert(e.name).second) last_ns = e.t_ns;
+    }
+    if (static_cast<long>(seen.size()) >= want || stopping_) break;
+    if (b.changed.wait_until(l, deadline) == std::cv_status::timeout && Clock::now() >= deadline) break;
+  }
+  bool reached = static_cast<long>(seen.size()) >= want;
+  answer(reached ? 200 : 504, "{\"count\":" + std::to_string(seen.size()) + ",\"lastNs\":" + std::to_string(last_ns) + "}");
+}
+
 namespace server_detail {
 // One request record as a JSON object, t_ns as an exact integer; `extra` is appended inside.
 inline std::string RecordJson(const RequestRecord& r, const std::string& extra) {
@@ -1158,6 +1212,7 @@ inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Respo
     return ok(done);
   }
   if (req.method == "POST" && p == "/fake/reset-requests") return ResetRequests(), ok(done);
+  if (req.method == "GET" && p == "/fake/wait") return WaitFor(req, res);
   if (req.method == "GET" && (p == "/fake/denials" || p == "/fake/requests")) {
     res.status = 200;
     res.set_content(p == "/fake/denials" ? DenialsJson() : RequestsJson(), "application/json");

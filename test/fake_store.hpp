@@ -118,6 +118,7 @@ using JsonRef = std::shared_ptr<const Json>;
 // One change, as every watcher of its resource sees it. Immutable once made.
 struct WatchEvent {
   uint64_t rv = 0;
+  int64_t t_ns = 0;  // when it was recorded, ns since the epoch
   std::string type;  // ADDED | MODIFIED | DELETED
   std::string ns, name;
   JsonRef object;    // the object after the change (the last state for DELETED)
@@ -239,6 +240,7 @@ class Store {
   void Record(const std::string& plural, const char* type, const JsonRef& obj) {
     auto ev = std::make_shared<WatchEvent>();
     ev->rv = rv_;
+    ev->t_ns = NowNs();
     ev->type = type;
     ev->ns = Str(*obj, {"metadata", "namespace"});
     ev->name = Str(*obj, {"metadata", "name"});

@@ -799,3 +799,44 @@ TEST_CASE("fake JSON text: ToText writes what picojson's serialize writes", "[fa
   for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
   CHECK(fake::ToText(Json(every_byte)) == Json(every_byte).serialize());
 }
+
+TEST_CASE("wait: claims that become Bound and PVs that go are counted in the fake, without a watch") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
+  std::string rv = Str(Admin(s.api, "GET", kPvcs + "?limit=1").body, {"metadata", "resourceVersion"});
+  std::string pv_rv = Str(Admin(s.api, "GET", kPvs + "?limit=1").body, {"metadata", "resourceVersion"});
+  std::string bound = "/fake/wait?resource=persistentvolumeclaims&until=Bound&prefix=w-&resourceVersion=" + rv;
+  Reply waited;
+  std::thread waiter([&] { waited = Admin(s.api, "GET", bound + "&count=2&timeoutSeconds=20"); });
+  int64_t t0 = fake::NowNs();
+  std::vector<std::string> pvs;
+  for (std::string name : {"w-1", "x-1", "w-2"}) {  // x-1 is Bound too, but not counted
+    Reply c = Admin(s.api, "POST", kPvcs, Pvc(name));
+    REQUIRE(c.code == 201);
+    std::string uid = Str(c.body, {"metadata", "uid"});
+    std::string ref = R"(,"claimRef":{"namespace":"default","name":")" + name + R"(","uid":")" + uid + "\"}";
+    REQUIRE(Admin(s.api, "POST", kPvs, Pv("pvc-" + uid, ref)).code == 201);
+    pvs.push_back("pvc-" + uid);
+  }
+  waiter.join();
+  CHECK(waited.code == 200);
+  CHECK(waited.body.get("count").get<double>() == 2);
+  CHECK(waited.body.get("lastNs").get<double>() >= static_cast<double>(t0));
+
+  // Three are asked for, two exist: after the timeout, 504 and the count so far.
+  Reply short_of = Admin(s.api, "GET", bound + "&count=3&timeoutSeconds=1");
+  CHECK(short_of.code == 504);
+  CHECK(short_of.body.get("count").get<double>() == 2);
+
+  // Deleting the claims releases the PVs; deleting those is counted by their claimRef's name.
+  std::string gone = "/fake/wait?resource=persistentvolumes&until=Deleted&prefixPath=spec.claimRef.name&prefix=w-&count=2"
+                     "&timeoutSeconds=20&resourceVersion=" + pv_rv;
+  for (const auto& pv : pvs) REQUIRE(Admin(s.api, "DELETE", kPvs + "/" + pv).code == 200);
+  for (std::string name : {"w-1", "x-1", "w-2"}) REQUIRE(Admin(s.api, "DELETE", kPvcs + "/" + name).code == 200);
+  Reply deleted = Admin(s.api, "GET", gone);
+  CHECK(deleted.code == 200);
+  CHECK(deleted.body.get("count").get<double>() == 2);
+
+  CHECK(Admin(s.api, "GET", "/fake/wait?resource=persistentvolumeclaims&until=Later&count=1").code == 400);
+  CHECK(Admin(s.api, "GET", "/fake/wait?resource=nonsense&until=Bound&count=1").code == 400);
+}
