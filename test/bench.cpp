@@ -61,6 +61,7 @@ namespace {
 using harness::Reply;
 
 constexpr const char* kNs = "default";
+const std::string kClaims = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
 constexpr const char* kSaUser = "system:serviceaccount:kube-system:hostpath-provisioner";
 constexpr const char* kProvisionerName = "hostpath-provisioner.io/hostpath";
 constexpr int kClientThreads = 4;                           // threads that create or delete a burst's claims
@@ -349,8 +350,7 @@ std::string CurrentRv(Api& admin, const std::string& collection) {
 
 // The /fake/wait query for claims named PREFIX-* becoming Bound from now on.
 std::string BoundQuery(Api& admin, const std::string& prefix) {
-  std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
-  return "resource=persistentvolumeclaims&until=Bound&prefix=" + prefix + "-&resourceVersion=" + CurrentRv(admin, collection);
+  return "resource=persistentvolumeclaims&until=Bound&prefix=" + prefix + "-&resourceVersion=" + CurrentRv(admin, kClaims);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -409,7 +409,7 @@ std::vector<Claimed> CreateClaims(const Fake& fake, const std::string& prefix, i
   std::vector<Claimed> out(n);
   ForEachParallel(fake, n, [&](Api& admin, int i) {
     std::string name = prefix + "-" + std::to_string(i);
-    Reply r = admin.Call("POST", std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims", ClaimJson(name));
+    Reply r = admin.Call("POST", kClaims, ClaimJson(name));
     if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
     out[i] = {name, Str(r.json, {"metadata", "uid"})};
     if (on_created) on_created(out[i]);
@@ -420,7 +420,7 @@ std::vector<Claimed> CreateClaims(const Fake& fake, const std::string& prefix, i
 void DeleteClaims(const Fake& fake, const std::vector<Claimed>& claims, const std::function<void(const Claimed&)>& on_deleted) {
   ForEachParallel(fake, static_cast<int>(claims.size()), [&](Api& admin, int i) {
     const Claimed& c = claims[i];
-    Reply r = admin.Call("DELETE", std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims/" + c.name, "", false);
+    Reply r = admin.Call("DELETE", kClaims + "/" + c.name, "", false);
     if (r.code != 200) throw Failure("delete claim " + c.name + ": " + std::to_string(r.code) + " " + r.body);
     if (on_deleted) on_deleted(c);
   });
@@ -605,7 +605,6 @@ BurstResult CreateBurst(const Target& t, const std::string& prefix, int n, std::
   BurstResult r{WhoOf(t), "create", n};
   auto admin = t.fake->Admin();
   admin->Call("POST", "/fake/reset-requests");
-  std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
   BackgroundWait bound(*t.fake, BoundQuery(*admin, prefix), n);
   CpuMark cpu = MarkCpu(t);
   int64_t t0 = NowNs();
@@ -693,14 +692,13 @@ BurstResult Trickle(const Target& t, const std::string& prefix, int n, std::vect
   BurstResult r{WhoOf(t), "trickle", n};
   auto admin = t.fake->Admin();
   admin->Call("POST", "/fake/reset-requests");
-  std::string collection = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
   std::string query = BoundQuery(*admin, prefix);
   auto waiter = t.fake->Admin();
   CpuMark cpu = MarkCpu(t);
   int64_t t0 = NowNs(), last_ns = 0;
   for (int i = 0; i < n; ++i) {
     std::string name = prefix + "-" + std::to_string(i);
-    Reply rep = admin->Call("POST", collection, ClaimJson(name));
+    Reply rep = admin->Call("POST", kClaims, ClaimJson(name));
     if (rep.code != 201) throw Failure("create claim " + name + ": " + std::to_string(rep.code) + " " + rep.body);
     claims->push_back({name, Str(rep.json, {"metadata", "uid"})});
     if (t.baseline) t.baseline->Provision(claims->back());
@@ -812,7 +810,7 @@ struct Startup {
 void Populate(Fake& fake, const std::string& pv_dir, int n) {
   ForEachParallel(fake, n, [&](Api& admin, int i) {
     std::string name = "existing-" + std::to_string(i);
-    Reply r = admin.Call("POST", std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims", ClaimJson(name));
+    Reply r = admin.Call("POST", kClaims, ClaimJson(name));
     if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
     Claimed c{name, Str(r.json, {"metadata", "uid"})};
     r = admin.Call("POST", "/api/v1/persistentvolumes", VolumeJson(c, pv_dir, true), false);

@@ -1054,16 +1054,13 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
         sink.done();
         return true;
       }
-      // first event with rv > from
-      auto it = std::upper_bound(b.history.begin(), b.history.end(), from,
-                                 [](uint64_t v, const EventPtr& e) { return v < e->rv; });
-      cursor = b.first_seq + static_cast<uint64_t>(it - b.history.begin());
+      cursor = b.SeqAfter(from);
     }
     while (true) {
       if (cursor < b.first_seq) break;  // fell behind the history: the real cacher ends such watchers
       for (; cursor < b.NextSeq(); ++cursor) {
-        const EventPtr& e = b.history[cursor - b.first_seq];
-        if (matches(e->ns, *e->object)) out += line_of(e->type, *e->object, &e->line);
+        const WatchEvent& e = b.At(cursor);
+        if (matches(e.ns, *e.object)) out += line_of(e.type, *e.object, &e.line);
       }
       auto now = Clock::now();
       if (st->bookmarks && now >= next_bookmark) {
@@ -1127,12 +1124,11 @@ inline void ApiServer::WaitFor(const httplib::Request& req, httplib::Response& r
   Bucket& b = store_.bucket(plural);
   uint64_t from = std::strtoull(req.get_param_value("resourceVersion").c_str(), nullptr, 10);
   if (from < b.floor_rv) return answer(410, ToText(StatusBody(410, "Expired", "too old resource version")));
-  auto it = std::upper_bound(b.history.begin(), b.history.end(), from, [](uint64_t v, const EventPtr& e) { return v < e->rv; });
-  uint64_t cursor = b.first_seq + static_cast<uint64_t>(it - b.history.begin());
+  uint64_t cursor = b.SeqAfter(from);
   while (static_cast<long>(seen.size()) < want) {
     if (cursor < b.first_seq) return answer(410, ToText(StatusBody(410, "Expired", "the wait fell behind the history")));
     for (; cursor < b.NextSeq(); ++cursor) {
-      const WatchEvent& e = *b.history[cursor - b.first_seq];
+      const WatchEvent& e = b.At(cursor);
       bool hit = until == "Deleted" ? e.type == "DELETED" : e.type != "DELETED" && Str(*e.object, {"status", "phase"}) == "Bound";
       if (hit && at_path(*e.object).rfind(prefix, 0) == 0 && seen.insert(e.name).second) last_ns = e.t_ns;
     }

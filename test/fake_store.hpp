@@ -7,6 +7,7 @@
 #pragma once
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -135,6 +136,13 @@ struct Bucket {
   std::condition_variable changed;      // notified after a request wrote to this resource
   bool dirty = false;                   // written since the lock was taken
   uint64_t NextSeq() const { return first_seq + history.size(); }
+  // The sequence number of the first event after resourceVersion rv (callers check floor_rv).
+  uint64_t SeqAfter(uint64_t rv) const {
+    auto it = std::upper_bound(history.begin(), history.end(), rv, [](uint64_t v, const EventPtr& e) { return v < e->rv; });
+    return first_seq + static_cast<uint64_t>(it - history.begin());
+  }
+  // The event with sequence number seq, first_seq <= seq < NextSeq().
+  const WatchEvent& At(uint64_t seq) const { return *history[seq - first_seq]; }
 };
 
 class Store {
