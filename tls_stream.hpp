@@ -5,15 +5,17 @@
 // SSL_read, calls select() before every read, and select() plus a MSG_PEEK recv() before every
 // write; OpenSSL then makes two read() calls per record (header, body). make bench counted 28
 // select calls and 16 reads per provisioned volume in the provisioner. This stream reads what
-// has arrived into a buffer (one poll and one read), and sends a header block together with
-// the body that follows it as one record (one write).
+// has arrived into a buffer (one read), and sends a header block together with the body that
+// follows it as one record (one write).
 //
-// Time limits: a read waits at most the read timeout for data to arrive (poll). The socket's
-// SO_RCVTIMEO / SO_SNDTIMEO, which httplib sets when it connects or accepts, bound a record
-// that stalls half-way and a write that cannot proceed, as with httplib's own stream.
+// Time limits: reads block, bounded by the socket's SO_RCVTIMEO (a poll() before each read cost
+// as much as the read); writes are bounded by SO_SNDTIMEO. httplib sets both when it connects
+// or accepts; BufferedSslClient keeps SO_RCVTIMEO equal to the request's read timeout. Another
+// thread ends a blocked read with shutdown(SHUT_RD) (httplib's stop() does SHUT_RDWR).
 #pragma once
 #include <openssl/ssl.h>
-#include <poll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,9 +27,7 @@
 
 class TlsStream final : public httplib::Stream {
  public:
-  // stop_fd: a descriptor that becomes readable to end every wait (-1: none).
-  TlsStream(int sock, SSL* ssl, int read_timeout_ms, int stop_fd = -1)
-      : sock_(sock), ssl_(ssl), read_timeout_ms_(read_timeout_ms), stop_fd_(stop_fd) {}
+  TlsStream(int sock, SSL* ssl) : sock_(sock), ssl_(ssl) {}
   TlsStream(const TlsStream&) = delete;
   TlsStream& operator=(const TlsStream&) = delete;
 
@@ -36,7 +36,7 @@ class TlsStream final : public httplib::Stream {
 
   ssize_t read(char* ptr, size_t size) override {
     if (!Flush()) return -1;  // a request is all written before its answer is awaited
-    if (pos_ == len_ && !Fill(read_timeout_ms_)) return -1;
+    if (pos_ == len_ && !Fill()) return -1;
     size_t n = std::min(size, len_ - pos_);
     std::memcpy(ptr, buf_ + pos_, n);
     pos_ += n;
@@ -70,9 +70,8 @@ class TlsStream final : public httplib::Stream {
     return ok;
   }
 
-  // Waits for the next message's first bytes: false on a timeout, the stop descriptor or a
-  // closed connection.
-  bool WaitForData(int timeout_ms) { return is_readable() || Fill(timeout_ms); }
+  // Waits for the next message's first bytes: false on a timeout or a closed connection.
+  bool WaitForData() { return is_readable() || Fill(); }
 
   // httplib asks for both addresses on every request: looked up once per stream.
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -97,21 +96,14 @@ class TlsStream final : public httplib::Stream {
     return start && d.find("Transfer-Encoding: chunked") == std::string_view::npos;
   }
 
-  // Waits up to timeout_ms (< 0: no limit) until the socket is readable; false on a timeout
-  // or the stop descriptor.
-  bool WaitReadable(int timeout_ms) const {
-    pollfd fds[2] = {{sock_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    int n;
-    do n = ::poll(fds, stop_fd_ >= 0 ? 2 : 1, timeout_ms);
-    while (n < 0 && errno == EINTR);
-    return n > 0 && fds[0].revents != 0 && (stop_fd_ < 0 || fds[1].revents == 0);
-  }
-
-  bool Fill(int timeout_ms) {
+  // Reads what has arrived, waiting for it if need be (up to SO_RCVTIMEO). False on a timeout,
+  // a closed connection or an error.
+  bool Fill() {
     pos_ = len_ = 0;
-    if (SSL_has_pending(ssl_) != 1 && !WaitReadable(timeout_ms)) return false;
     size_t n = 0;
-    if (SSL_read_ex(ssl_, buf_, sizeof buf_, &n) != 1) return false;
+    while (SSL_read_ex(ssl_, buf_, sizeof buf_, &n) != 1) {
+      if (SSL_get_error(ssl_, 0) != SSL_ERROR_WANT_READ || errno != EINTR) return false;  // EAGAIN: timed out
+    }
     len_ = n;
     return true;
   }
@@ -124,8 +116,6 @@ class TlsStream final : public httplib::Stream {
 
   int sock_;
   SSL* ssl_;
-  int read_timeout_ms_;
-  int stop_fd_;
   char buf_[16384];
   size_t pos_ = 0, len_ = 0;
   std::string held_;
@@ -142,8 +132,18 @@ class BufferedSslClient final : public httplib::SSLClient {
  private:
   bool process_socket(const Socket& socket, std::function<bool(httplib::Stream&)> callback) override {
     SSL_set_read_ahead(socket.ssl, 1);
-    TlsStream strm(socket.sock, socket.ssl, static_cast<int>(read_timeout_sec_ * 1000 + read_timeout_usec_ / 1000));
+    // The read timeout can change between requests on one connection (a watch, a write).
+    timeval tv{static_cast<time_t>(read_timeout_sec_), static_cast<suseconds_t>(read_timeout_usec_)};
+    if (socket.sock != timeout_sock_ || tv.tv_sec != timeout_.tv_sec || tv.tv_usec != timeout_.tv_usec) {
+      if (::setsockopt(socket.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) return false;
+      timeout_sock_ = socket.sock;
+      timeout_ = tv;
+    }
+    TlsStream strm(socket.sock, socket.ssl);
     bool ok = callback(strm);
     return strm.Flush() && ok;
   }
+
+  socket_t timeout_sock_ = INVALID_SOCKET;  // the socket whose SO_RCVTIMEO is timeout_
+  timeval timeout_{};
 };

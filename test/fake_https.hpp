@@ -5,12 +5,13 @@
 // costs) and waits for a keep-alive connection's next request by polling every 11 ms (select
 // with a 10 ms timeout, then a 1 ms sleep, which also delays a request that arrives meanwhile).
 // In make bench that made the fake, not the provisioner, the bottleneck. Here a connection is
-// served through a TlsStream and waits for its next request in one poll() that Shutdown() ends.
+// served through a TlsStream and waits for its next request in a blocking read, bounded by the
+// read timeout (SO_RCVTIMEO), that Shutdown() ends.
 #pragma once
-#include <sys/eventfd.h>
-#include <unistd.h>
+#include <sys/socket.h>
 
 #include <mutex>
+#include <set>
 
 #include "tls_stream.hpp"
 
@@ -18,19 +19,25 @@ namespace fake {
 
 class HttpsServer final : public httplib::SSLServer {
  public:
-  HttpsServer(X509* cert, EVP_PKEY* key) : httplib::SSLServer(cert, key), stop_fd_(::eventfd(0, EFD_CLOEXEC)) {
+  HttpsServer(X509* cert, EVP_PKEY* key) : httplib::SSLServer(cert, key) {
     if (ssl_context() != nullptr) SSL_CTX_set_read_ahead(ssl_context(), 1);  // one read() for what has arrived
   }
-  ~HttpsServer() override { ::close(stop_fd_); }
 
-  // Ends every connection's wait for its next request; then stop() can join the threads.
+  // Ends every connection's wait for its next request (answers being written still go out);
+  // then stop() can join the threads.
   void Shutdown() {
-    uint64_t one = 1;
-    (void)!::write(stop_fd_, &one, sizeof one);
+    std::lock_guard<std::mutex> l(open_mu_);
+    shut_down_ = true;
+    for (socket_t s : open_) ::shutdown(s, SHUT_RD);
   }
 
  private:
   bool process_and_close_socket(socket_t sock) override {
+    {
+      std::lock_guard<std::mutex> l(open_mu_);
+      open_.insert(sock);
+      if (shut_down_) ::shutdown(sock, SHUT_RD);
+    }
     SSL* ssl = httplib::detail::ssl_new(
         sock, ssl_context(), ctx_mu_,
         [&](SSL* s) {
@@ -40,10 +47,9 @@ class HttpsServer final : public httplib::SSLServer {
         [](SSL*) { return true; });
     bool ok = false;
     if (ssl != nullptr) {
-      TlsStream strm(sock, ssl, static_cast<int>(read_timeout_sec_ * 1000 + read_timeout_usec_ / 1000), stop_fd_);
-      int idle_ms = static_cast<int>(keep_alive_timeout_sec_ * 1000);
+      TlsStream strm(sock, ssl);
       for (size_t count = keep_alive_max_count_; count > 0 && svr_sock_ != INVALID_SOCKET; --count) {
-        if (!strm.WaitForData(idle_ms)) break;
+        if (!strm.WaitForData()) break;
         bool closed = false;
         ok = process_request(strm, count == 1, closed, [ssl](httplib::Request& req) { req.ssl = ssl; });
         ok = strm.Flush() && ok;
@@ -51,13 +57,19 @@ class HttpsServer final : public httplib::SSLServer {
       }
       httplib::detail::ssl_delete(ctx_mu_, ssl, ok);
     }
+    {
+      std::lock_guard<std::mutex> l(open_mu_);  // before close: Shutdown never sees a reused number
+      open_.erase(sock);
+    }
     httplib::detail::shutdown_socket(sock);
     httplib::detail::close_socket(sock);
     return ok;
   }
 
-  int stop_fd_;
   std::mutex ctx_mu_;
+  std::mutex open_mu_;
+  std::set<socket_t> open_;  // connections being served
+  bool shut_down_ = false;
 };
 
 }  // namespace fake
