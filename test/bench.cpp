@@ -8,7 +8,13 @@
 //  - per-claim latency, claim create -> PV create, from the fake's request log timestamps;
 //  - API requests of the provisioner's service account per volume, by verb and resource;
 //  - the provisioner's CPU seconds per 1000 volumes, and its peak memory during the burst;
-//  - the fake API server's own CPU seconds, to tell whether it was the bottleneck.
+//  - the fake API server's own CPU seconds and share.
+// Then it finds out which side limits a burst of 1000 (the bottleneck runs): the provisioner's
+// bursts are run again, interleaved, with nothing taken away, with a quarter of the fake's CPU
+// taken by a process that spins (CpuThief), and with a quarter of each of the provisioner's
+// CPUs taken. The fake is not the bottleneck if the burst is hardly slower without a quarter
+// of its CPU. (CPU shares alone do not tell: the provisioner batches more when it falls behind,
+// so its share shrinks when it has less CPU, and it is not the side with headroom.)
 // It also measures the provisioner's memory and CPU at idle (ticks, wake-ups), the stripped
 // binary's size, and start-up (exec -> /readyz 200, then memory) with 10 000 bound claims and
 // PVs already in the API server.
@@ -712,6 +718,72 @@ BurstResult Trickle(const Target& t, const std::string& prefix, int n, std::vect
 }
 
 // ---------------------------------------------------------------------------------------------
+// Which side limits a burst.
+
+// A process that takes `share` of one CPU away from whatever else runs there: it spins until it
+// has used share x 1 ms of CPU per millisecond since it started, and sleeps between. A process
+// that sleeps this often gets the CPU as soon as it wakes, so it takes its share (and takes it
+// back later if it fell behind).
+class CpuThief {
+ public:
+  CpuThief(int cpu, double share) {
+    pid_ = ::fork();
+    if (pid_ < 0) throw Failure("fork failed");
+    if (pid_ == 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      ::sched_setaffinity(0, sizeof set, &set);
+      timespec start{}, used{};
+      ::clock_gettime(CLOCK_MONOTONIC, &start);
+      for (long ms = 1;; ++ms) {
+        do ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+        while (static_cast<double>(used.tv_sec) * 1e3 + static_cast<double>(used.tv_nsec) / 1e6 < share * static_cast<double>(ms));
+        long long next = (static_cast<long long>(start.tv_sec) * 1000000000LL + start.tv_nsec) + ms * 1000000LL;
+        timespec until{static_cast<time_t>(next / 1000000000LL), static_cast<long>(next % 1000000000LL)};
+        ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr);
+      }
+    }
+  }
+  ~CpuThief() {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  CpuThief(const CpuThief&) = delete;
+  CpuThief& operator=(const CpuThief&) = delete;
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// What is taken away in a bottleneck run: nothing, a share of the fake's CPU, or the same share
+// of each CPU that the provisioner and the bench's clients run on (see Cpus).
+enum class Taken { kNothing, kFakeCpu, kProvisionerCpus };
+constexpr double kTakenShare = 0.25;
+
+// A burst of the provisioner (create, or delete of *claims) while CpuThiefs hold kTakenShare of
+// the `taken` CPUs. The share of those CPUs that the thieves got, from just before the burst
+// to just after it, goes to *got.
+BurstResult BurstWithout(Taken taken, const Target& t, const std::string& what, const std::string& prefix, int n,
+                         std::vector<Claimed>* claims, double* got) {
+  std::vector<int> cpus;
+  if (taken == Taken::kFakeCpu) cpus = TheCpus().fake;
+  if (taken == Taken::kProvisionerCpus) cpus = TheCpus().clients;
+  std::vector<std::unique_ptr<CpuThief>> thieves;
+  for (int c : cpus) thieves.push_back(std::make_unique<CpuThief>(c, kTakenShare));
+  SleepMs(50);  // settled in
+  long before = 0, after = 0;
+  for (const auto& th : thieves) before += CpuTicks(th->pid());
+  int64_t t0 = NowNs();
+  BurstResult r = what == "create" ? CreateBurst(t, prefix, n, claims, "") : DeleteBurst(t, *claims, "");
+  for (const auto& th : thieves) after += CpuTicks(th->pid());
+  double wall = static_cast<double>(NowNs() - t0) / 1e9;
+  *got = cpus.empty() ? 0 : TicksToSeconds(after - before) / (wall * static_cast<double>(cpus.size()));
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The provisioner as a process.
 
 // Whether the process has ended (a zombie, not yet waited for).
@@ -959,15 +1031,14 @@ std::string Times(const Summary& s) {
          std::to_string(s.seconds.size()) + " runs)";
 }
 
-// CPU shares over the bursts' time: the fake's (the bottleneck if near a whole core: it has one
-// CPU to itself, see Cpus), and other processes' (other work on this machine skews every figure).
+// CPU shares over the bursts' time: the fake's (it has one CPU to itself, see Cpus), the
+// provisioner's and the bench's, and other processes' (other work on this machine skews every
+// figure). A share near a whole core hints at a bottleneck; the bottleneck runs tell.
 std::string Load(const Summary& s) {
   auto share = [&](double cpu) { return s.busy > 0 ? cpu / s.busy * 100 : 0; };
-  double fake = share(s.fake_cpu);
-  std::string out = Fmt("fake %.0f%%", fake);
+  std::string out = Fmt("fake %.0f%%", share(s.fake_cpu));
   if (s.who == "provisioner") out += Fmt(", provisioner %.0f%%", share(s.cpu));
-  out += Fmt(", bench %.0f%%", share(s.bench_cpu)) + Fmt(", others %.0f%% of a core", share(s.others_cpu));
-  return out + (fake > 80 ? " <- fake-apiserver may be the bottleneck" : "");
+  return out + Fmt(", bench %.0f%%", share(s.bench_cpu)) + Fmt(", others %.0f%% of a core", share(s.others_cpu));
 }
 
 std::string Latency(const std::vector<double>& ms) {
@@ -990,6 +1061,21 @@ std::string MakeDir(const std::string& path) {
 constexpr int kRounds = 3;                               // bursts of each kind, interleaved
 constexpr auto kRoundBudget = std::chrono::seconds(90);  // no new round after this much time in bursts
 constexpr int kTrickle = 50;                             // claims created one at a time
+constexpr int kBottleneckClaims = 1000;                  // the burst of the bottleneck runs
+constexpr int kBottleneckRounds = 3;                     // of each kind of bottleneck run
+
+// The times of the bottleneck runs of one kind (what, taken), and the share the thieves got.
+struct Limits {
+  std::vector<double> seconds, got;
+};
+
+const char* TakenName(Taken t) {
+  switch (t) {
+    case Taken::kFakeCpu: return "fake-apiserver's CPU";
+    case Taken::kProvisionerCpus: return "provisioner's CPU";
+    default: return "nothing taken";
+  }
+}
 
 int Run(bool startup_only) {
   const std::string work = "build/bench-run";
@@ -1015,6 +1101,7 @@ int Run(bool startup_only) {
     std::fflush(stdout);
   };
   Idle idle;
+  std::map<std::pair<std::string, Taken>, Limits> limits;
   Memory after_bursts;
   double empty_ready = 0;
   Startup up;
@@ -1087,6 +1174,24 @@ int Run(bool startup_only) {
           record(DeleteBurst(*t, claims[t], work + "/requests-" + tag(*t) + "-delete-" + id + ".json"));
       }
     }
+    if (!TheCpus().fake.empty()) {
+      std::printf("bench: which side limits a burst of %d: %.0f%% of a CPU taken away\n", kBottleneckClaims, kTakenShare * 100);
+      std::fflush(stdout);
+      for (int round = 0; round < kBottleneckRounds; ++round)
+        for (Taken taken : {Taken::kNothing, Taken::kFakeCpu, Taken::kProvisionerCpus}) {
+          std::vector<Claimed> claims;
+          std::string prefix = "x" + std::to_string(round) + "t" + std::to_string(static_cast<int>(taken));
+          for (const char* what : {"create", "delete"}) {
+            double got = 0;
+            BurstResult b = BurstWithout(taken, ours, what, prefix, kBottleneckClaims, &claims, &got);
+            Limits& l = limits[{what, taken}];
+            l.seconds.push_back(b.seconds);
+            l.got.push_back(got);
+            std::printf("  %-26s %s: %.3f s\n", TakenName(taken), what, b.seconds);
+            std::fflush(stdout);
+          }
+        }
+    }
     after_bursts = ReadMemory(p.proc->pid());
     p.proc->Signal(SIGTERM);
     int code = 0;
@@ -1142,6 +1247,39 @@ int Run(bool startup_only) {
       rep.Add("CPU during provisioner bursts", Load(o));
       rep.Add("CPU during baseline bursts", Load(b));
     }
+  }
+  picojson::object limits_j;
+  if (!limits.empty()) {
+    rep.Section("which side limits a burst of " + std::to_string(kBottleneckClaims) + Fmt(": %.0f%% of a CPU taken away", kTakenShare * 100) +
+                " (provisioner; medians of " + std::to_string(kBottleneckRounds) + ")");
+    for (const char* what : {"create", "delete"}) {
+      double none = Percentile(limits[{what, Taken::kNothing}].seconds, 0.5);
+      std::string row = Fmt("%.3f s", none);
+      picojson::object w;
+      w["nothing_taken_seconds"] = J(none);
+      for (Taken taken : {Taken::kFakeCpu, Taken::kProvisionerCpus}) {
+        const Limits& l = limits[{what, taken}];
+        double t = Percentile(l.seconds, 0.5), slower = (t / none - 1) * 100;
+        row += Fmt(" / %.3f s", t) + Fmt(" (%+.0f%%)", slower);
+        picojson::object o;
+        o["seconds_median"] = J(t);
+        o["slower_percent"] = J(slower);
+        o["share_taken"] = J(Percentile(l.got, 0.5));
+        w[taken == Taken::kFakeCpu ? "fake_cpu_taken" : "provisioner_cpus_taken"] = picojson::value(o);
+      }
+      limits_j[what] = picojson::value(w);
+      rep.Add(std::string(what) + ": none / fake's / provisioner's taken", row);
+    }
+    auto got = [&](Taken t) {
+      std::vector<double> all = limits[{"create", t}].got;
+      all.insert(all.end(), limits[{"delete", t}].got.begin(), limits[{"delete", t}].got.end());
+      return Percentile(all, 0.5) * 100;
+    };
+    rep.Add("share the CpuThiefs got (fake's / provisioner's)", Fmt("%.0f%%", got(Taken::kFakeCpu)) + Fmt(" / %.0f%%", got(Taken::kProvisionerCpus)));
+    double worst = 0;
+    for (const char* what : {"create", "delete"})
+      worst = std::max(worst, Percentile(limits[{what, Taken::kFakeCpu}].seconds, 0.5) / Percentile(limits[{what, Taken::kNothing}].seconds, 0.5) - 1);
+    rep.Add("slower with the fake's CPU taken (worse of two)", Fmt("%+.0f%%", worst * 100), "< +10%", worst < 0.10);
   }
   rep.Section("idle (from 1 s after /readyz, no claims)");
   rep.Add("VmRSS", MiB(idle.memory.rss_kib) + " (file " + MiB(idle.memory.file_kib) + ")", "< 6 MiB",
@@ -1202,6 +1340,7 @@ int Run(bool startup_only) {
   for (const auto& [k, v] : up.requests) up_req[k] = J(static_cast<double>(v));
   up_j["requests"] = picojson::value(up_req);
   out["startup"] = picojson::value(up_j);
+  if (!limits_j.empty()) out["bottleneck"] = picojson::value(limits_j);
   out["targets"] = rep.Targets();
   harness::WriteFile("build/bench.json", picojson::value(out).serialize(true));
   std::printf("\nwrote build/bench.json; logs and the fake's request logs in %s/\n", work.c_str());
