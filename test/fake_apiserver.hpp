@@ -120,6 +120,7 @@ class ApiServer {
   void Pause(double seconds) {
     Store::Lock l(store_);
     paused_until_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    paused_until_ns_ = paused_until_.time_since_epoch().count();
     store_.NotifyAll();
   }
   void SetDelayMs(int ms) { delay_ms_ = ms; }
@@ -149,15 +150,25 @@ class ApiServer {
  private:
   using Clock = std::chrono::steady_clock;
 
-  // An answer: its code and body. A stored object is answered without a copy.
+  // An answer: its code and body. A stored object is answered without a copy; an object just
+  // written, with the text of its watch event (`written`), serialised once for both.
   struct Reply {
     Reply() = default;
     Reply(int c, Json b) : code(c), ref(std::make_shared<const Json>(std::move(b))) {}
     Reply(int c, JsonRef b) : code(c), ref(std::move(b)) {}
+    Reply(int c, EventPtr ev) : code(c), ref(ev->object), written(std::move(ev)) {}
     const Json& body() const { return *ref; }
     int code = 200;
     JsonRef ref = std::make_shared<const Json>();
+    EventPtr written;  // its ObjectText() was filled in under the store's lock
   };
+  // The answer for the object of the last write to `plural` (before the controllers write).
+  // Callers hold store_.mu.
+  Reply Written(int code, const std::string& plural) {
+    const EventPtr& ev = store_.bucket(plural).Last();
+    ev->ObjectText();
+    return Reply(code, ev);
+  }
 
   Status WriteFiles();
   void Dispatch(const httplib::Request& req, httplib::Response& res);
@@ -202,6 +213,7 @@ class ApiServer {
   uint64_t watch_generation_ = 0;
   bool stopping_ = false;
   Clock::time_point paused_until_{};
+  std::atomic<int64_t> paused_until_ns_{0};  // paused_until_, for a look without the lock
   mutable std::mutex log_mu_;
   std::vector<RequestRecord> requests_;
   std::vector<std::pair<RequestRecord, std::string>> denials_;  // with the message
@@ -549,6 +561,7 @@ inline bool ApiServer::Authenticate(const httplib::Request& req, User& user) {
 }
 
 inline void ApiServer::WaitWhilePaused() {
+  if (Clock::now().time_since_epoch().count() >= paused_until_ns_.load()) return;
   std::unique_lock<std::mutex> l(store_.mu);
   while (!stopping_ && Clock::now() < paused_until_) store_.changed.wait_until(l, paused_until_);
 }
@@ -654,7 +667,13 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
   if (info.verb == "create" && r.code == 201 && rec.name.empty()) rec.name = Str(r.body(), {"metadata", "name"});
   if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
     r = Reply(r.code, ToTable(*info.type, Path(r.body(), {"items"})->get<JsonArray>(), *Path(r.body(), {"metadata"})));
-  reply(r.code, r.body());
+  if (r.written) {
+    std::string_view text = r.written->ObjectText();
+    res.status = rec.code = r.code;
+    res.set_content(text.data(), text.size(), "application/json");
+  } else {
+    reply(r.code, r.body());
+  }
   Record(rec);
 }
 
@@ -799,9 +818,10 @@ inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::st
     Details d = DetailsFor(t, name);
     return {409, StatusBody(409, "AlreadyExists", t.QualifiedResource() + " \"" + name + "\" already exists", &d)};
   }
-  JsonRef stored = store_.Put(t.plural, std::move(obj));
+  store_.Put(t.plural, std::move(obj));
+  Reply r = Written(201, t.plural);
   ctl_.Drain();
-  return {201, stored};
+  return r;
 }
 
 inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::string& body) {
@@ -883,9 +903,10 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
   }
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
-  JsonRef stored = store_.Commit(t.plural, std::move(next));
+  store_.Commit(t.plural, std::move(next));
+  Reply r = Written(200, t.plural);
   ctl_.Drain();
-  return {200, stored};
+  return r;
 }
 
 inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib::Request& req) {
@@ -953,13 +974,15 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
     JsonObject& m = Meta(marked);
     m["deletionTimestamp"] = Json(NowRfc3339());
     m["deletionGracePeriodSeconds"] = Json(0.0);
-    JsonRef stored = store_.Put(t.plural, std::move(marked));
+    store_.Put(t.plural, std::move(marked));
+    Reply r = Written(200, t.plural);
     ctl_.Drain();
-    return {200, stored};
+    return r;
   }
-  JsonRef gone = store_.Remove(t.plural, key);
+  store_.Remove(t.plural, key);
+  Reply gone = Written(200, t.plural);
   ctl_.Drain();
-  if (t.return_deleted_object) return {200, gone};
+  if (t.return_deleted_object) return gone;
   Details d = DetailsFor(t, info.name);
   d.uid = have_uid;
   return {200, StatusBody(0, "", "", &d)};
@@ -1062,7 +1085,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
       if (cursor < b.first_seq) break;  // fell behind the history: the real cacher ends such watchers
       for (; cursor < b.NextSeq(); ++cursor) {
         const WatchEvent& e = b.At(cursor);
-        if (matches(e.ns, *e.object)) out += line_of(e.type, *e.object, &e.line);
+        if (matches(e.ns, *e.object)) out += line_of(e.type, *e.object, &e.Line());
       }
       auto now = Clock::now();
       if (st->bookmarks && now >= next_bookmark) {

@@ -118,9 +118,10 @@ inline const Json* Member(const Json& v, const std::string& key) {
 
 // Follows a path of members ("metadata", "name"); null when any step is missing.
 inline const Json* Path(const Json& v, std::initializer_list<const char*> keys) {
+  thread_local std::string key;  // the map looks up std::strings: no new one per step
   const Json* cur = &v;
   for (const char* k : keys) {
-    cur = Member(*cur, k);
+    cur = Member(*cur, key.assign(k));
     if (cur == nullptr) return nullptr;
   }
   return cur;

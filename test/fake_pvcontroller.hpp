@@ -138,7 +138,7 @@ class PvController {
 
   // pv_controller.go syncVolume.
   void SyncVolume(const std::string& name) {
-    JsonRef stored = s_.Ref("persistentvolumes", name);  // kept alive while pv is read
+    JsonRef stored = s_.Ref("persistentvolumes", name);  // kept alive while pv is read and bound
     if (stored == nullptr) return;
     const Json& pv = *stored;
     std::string phase = Phase(pv);
@@ -155,11 +155,11 @@ class PvController {
     }
     std::string ns = Str(pv, {"spec", "claimRef", "namespace"}), cname = Str(pv, {"spec", "claimRef", "name"});
     std::string ref_uid = Str(pv, {"spec", "claimRef", "uid"});
-    const Json* claim = s_.Get("persistentvolumeclaims", ObjectKey(ns, cname));
+    JsonRef claim = s_.Ref("persistentvolumeclaims", ObjectKey(ns, cname));
     if (ref_uid.empty()) {  // pre-bound by name only
       if (claim != nullptr) {
         std::string vn = Str(*claim, {"spec", "volumeName"});
-        if (vn.empty() || vn == name) return Bind(pv, *claim);
+        if (vn.empty() || vn == name) return Bind(stored, claim);
       }
       if (phase != "Available") SetVolumePhase(pv, "Available");
       return;
@@ -169,12 +169,12 @@ class PvController {
       return;
     }
     std::string vn = Str(*claim, {"spec", "volumeName"});
-    if (vn.empty() || (vn == name && (phase != "Bound" || Phase(*claim) != "Bound"))) Bind(pv, *claim);
+    if (vn.empty() || (vn == name && (phase != "Bound" || Phase(*claim) != "Bound"))) Bind(stored, claim);
   }
 
   // pv_controller.go syncClaim (syncUnboundClaim / syncBoundClaim).
   void SyncClaim(const std::string& key) {
-    JsonRef stored = s_.Ref("persistentvolumeclaims", key);  // kept alive while claim is read
+    JsonRef stored = s_.Ref("persistentvolumeclaims", key);  // kept alive while claim is read and bound
     if (stored == nullptr) return;
     const Json& claim = *stored;
     if (IsDeleting(claim)) {
@@ -185,10 +185,10 @@ class PvController {
     }
     std::string vn = Str(claim, {"spec", "volumeName"});
     if (vn.empty()) {
-      if (const Json* pv = FindBestMatch(claim)) return Bind(*pv, claim);
+      if (const Json* pv = FindBestMatch(claim)) return Bind(s_.Ref("persistentvolumes", Str(*pv, {"metadata", "name"})), stored);
       return Provision(claim);
     }
-    const Json* pv = s_.Get("persistentvolumes", vn);
+    JsonRef pv = s_.Ref("persistentvolumes", vn);
     if (pv == nullptr) {
       if (Phase(claim) == "Bound") {
         Json next = claim;
@@ -200,7 +200,7 @@ class PvController {
     }
     if (!HasClaimRef(*pv) || RefersTo(*pv, claim)) {
       if (Phase(claim) != "Bound" || Phase(*pv) != "Bound" || Str(*pv, {"spec", "claimRef", "uid"}).empty())
-        Bind(*pv, claim);
+        Bind(pv, stored);
     } else if (Phase(claim) == "Bound") {
       Json next = claim;
       Obj(next, {"status"})["phase"] = Json("Lost");
@@ -279,42 +279,46 @@ class PvController {
   }
 
   // pv_controller.go bind(): volume claimRef, volume phase, claim volumeName and
-  // annotations, claim status; each a separate write, as the real controller makes them.
-  void Bind(Json pv, Json claim) {
-    std::string pv_name = Str(pv, {"metadata", "name"});
-    if (Str(pv, {"spec", "claimRef", "uid"}) != Str(claim, {"metadata", "uid"})) {
+  // annotations, claim status; each a separate write, as the real controller makes them. Each
+  // write copies the stored object it changes, and goes on with the object it stored.
+  void Bind(JsonRef pv, JsonRef claim) {
+    std::string pv_name = Str(*pv, {"metadata", "name"});
+    if (Str(*pv, {"spec", "claimRef", "uid"}) != Str(*claim, {"metadata", "uid"})) {
       JsonObject ref;
       ref["kind"] = Json("PersistentVolumeClaim");
       ref["apiVersion"] = Json("v1");
-      ref["namespace"] = Json(Str(claim, {"metadata", "namespace"}));
-      ref["name"] = Json(Str(claim, {"metadata", "name"}));
-      ref["uid"] = Json(Str(claim, {"metadata", "uid"}));
-      ref["resourceVersion"] = Json(Str(claim, {"metadata", "resourceVersion"}));
-      bool had_ref = HasClaimRef(pv);
-      Obj(pv, {"spec"})["claimRef"] = Json(ref);
-      if (!had_ref) Obj(pv, {"metadata", "annotations"})[kBoundByController] = Json("yes");
-      pv = *s_.Commit("persistentvolumes", std::move(pv));
+      ref["namespace"] = Json(Str(*claim, {"metadata", "namespace"}));
+      ref["name"] = Json(Str(*claim, {"metadata", "name"}));
+      ref["uid"] = Json(Str(*claim, {"metadata", "uid"}));
+      ref["resourceVersion"] = Json(Str(*claim, {"metadata", "resourceVersion"}));
+      Json next = *pv;
+      Obj(next, {"spec"})["claimRef"] = Json(ref);
+      if (!HasClaimRef(*pv)) Obj(next, {"metadata", "annotations"})[kBoundByController] = Json("yes");
+      pv = s_.Commit("persistentvolumes", std::move(next));
     }
-    if (Phase(pv) != "Bound") {
-      JsonObject& st = Obj(pv, {"status"});
+    if (Phase(*pv) != "Bound") {
+      Json next = *pv;
+      JsonObject& st = Obj(next, {"status"});
       st["phase"] = Json("Bound");
       st["lastPhaseTransitionTime"] = Json(NowRfc3339());
-      pv = *s_.Commit("persistentvolumes", std::move(pv));
+      pv = s_.Commit("persistentvolumes", std::move(next));
     }
-    if (Str(claim, {"spec", "volumeName"}) != pv_name || Annotation(claim, kBindCompleted) != "yes") {
-      if (Str(claim, {"spec", "volumeName"}) != pv_name) {
-        Obj(claim, {"spec"})["volumeName"] = Json(pv_name);
-        Obj(claim, {"metadata", "annotations"})[kBoundByController] = Json("yes");
+    if (Str(*claim, {"spec", "volumeName"}) != pv_name || Annotation(*claim, kBindCompleted) != "yes") {
+      Json next = *claim;
+      if (Str(next, {"spec", "volumeName"}) != pv_name) {
+        Obj(next, {"spec"})["volumeName"] = Json(pv_name);
+        Obj(next, {"metadata", "annotations"})[kBoundByController] = Json("yes");
       }
-      Obj(claim, {"metadata", "annotations"})[kBindCompleted] = Json("yes");
-      claim = *s_.Commit("persistentvolumeclaims", std::move(claim));
+      Obj(next, {"metadata", "annotations"})[kBindCompleted] = Json("yes");
+      claim = s_.Commit("persistentvolumeclaims", std::move(next));
     }
-    if (Phase(claim) != "Bound") {
-      JsonObject& st = Obj(claim, {"status"});
+    if (Phase(*claim) != "Bound") {
+      Json next = *claim;
+      JsonObject& st = Obj(next, {"status"});
       st["phase"] = Json("Bound");
-      if (const Json* cap = Path(pv, {"spec", "capacity"})) st["capacity"] = *cap;
-      st["accessModes"] = StringArray(StringList(pv, {"spec", "accessModes"}));
-      s_.Commit("persistentvolumeclaims", std::move(claim));
+      if (const Json* cap = Path(*pv, {"spec", "capacity"})) st["capacity"] = *cap;
+      st["accessModes"] = StringArray(StringList(*pv, {"spec", "accessModes"}));
+      s_.Commit("persistentvolumeclaims", std::move(next));
     }
   }
 

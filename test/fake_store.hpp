@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "test/fake_json.hpp"
@@ -116,14 +117,34 @@ inline void InitMeta(Json& obj) {
 // A stored object. Immutable once stored: the objects map and the watch history share it.
 using JsonRef = std::shared_ptr<const Json>;
 
-// One change, as every watcher of its resource sees it. Immutable once made.
+// One change, as every watcher of its resource sees it. Immutable once made, but for its text,
+// written on first use (under Store::mu): events nobody watches or answers are never serialised.
 struct WatchEvent {
   uint64_t rv = 0;
   int64_t t_ns = 0;  // when it was recorded, ns since the epoch
   std::string type;  // ADDED | MODIFIED | DELETED
   std::string ns, name;
   JsonRef object;    // the object after the change (the last state for DELETED)
-  std::string line;  // {"type":..,"object":..}\n, serialised once for all watchers
+
+  // {"object":..,"type":..}\n, as ToText would write it (keys sorted), once for all watchers.
+  const std::string& Line() const {
+    if (line_.empty()) {
+      line_ = "{\"object\":";
+      AppendJson(line_, *object);
+      object_end_ = line_.size();
+      line_ += ",\"type\":\"" + type + "\"}\n";
+    }
+    return line_;
+  }
+  // The object's JSON text, inside Line().
+  std::string_view ObjectText() const {
+    return std::string_view(Line()).substr(kObjectStart, object_end_ - kObjectStart);
+  }
+
+ private:
+  static constexpr size_t kObjectStart = 10;  // strlen("{\"object\":")
+  mutable std::string line_;
+  mutable size_t object_end_ = 0;
 };
 using EventPtr = std::shared_ptr<const WatchEvent>;
 
@@ -143,6 +164,8 @@ struct Bucket {
   }
   // The event with sequence number seq, first_seq <= seq < NextSeq().
   const WatchEvent& At(uint64_t seq) const { return *history[seq - first_seq]; }
+  // The last event (of the last Put, Commit or Remove); history is never empty after one.
+  const EventPtr& Last() const { return history.back(); }
 };
 
 class Store {
@@ -253,10 +276,6 @@ class Store {
     ev->ns = Str(*obj, {"metadata", "namespace"});
     ev->name = Str(*obj, {"metadata", "name"});
     ev->object = obj;
-    // As ToText(Json({"type":..,"object":..})) would write it (keys sorted), without a copy.
-    ev->line = "{\"object\":";
-    AppendJson(ev->line, *obj);
-    ev->line += ",\"type\":\"" + ev->type + "\"}\n";
     auto& b = buckets_[plural];
     b.history.push_back(std::move(ev));
     while (b.history.size() > history_limit_) {
