@@ -840,3 +840,30 @@ TEST_CASE("wait: claims that become Bound and PVs that go are counted in the fak
   CHECK(Admin(s.api, "GET", "/fake/wait?resource=persistentvolumeclaims&until=Later&count=1").code == 400);
   CHECK(Admin(s.api, "GET", "/fake/wait?resource=nonsense&until=Bound&count=1").code == 400);
 }
+
+TEST_CASE("a write is answered with the object as stored by that write, before the controllers change it") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
+  std::string rv = Str(Admin(s.api, "GET", kPvcs).body, {"metadata", "resourceVersion"});
+  Reply created = Admin(s.api, "POST", kPvcs, Pvc("c"));
+  REQUIRE(created.code == 201);
+  // The PV controller annotates the claim at once, in a write of its own.
+  CHECK(fake::Annotation(created.body, "volume.kubernetes.io/storage-provisioner").empty());
+  Reply got = Admin(s.api, "GET", kPvcs + "/c");
+  CHECK(fake::Annotation(got.body, "volume.kubernetes.io/storage-provisioner") == "example.com/hostpath");
+  CHECK(std::stoull(Str(created.body, {"metadata", "resourceVersion"})) < std::stoull(Str(got.body, {"metadata", "resourceVersion"})));
+
+  Reply deleted = Admin(s.api, "DELETE", kPvcs + "/c");
+  REQUIRE(deleted.code == 200);
+  CHECK(!Str(deleted.body, {"metadata", "deletionTimestamp"}).empty());  // pvc-protection held it
+  CHECK(fake::StringList(deleted.body, {"metadata", "finalizers"}) == std::vector<std::string>{"kubernetes.io/pvc-protection"});
+
+  // Each answer is the object of its write's watch event, byte for byte once parsed.
+  auto events = WatchEvents(s.api, kPvcs + "?watch=true&resourceVersion=" + rv, 4);
+  REQUIRE(events.size() == 4);
+  CHECK(Str(events[0], {"type"}) == "ADDED");
+  CHECK(*fake::Path(events[0], {"object"}) == created.body);
+  bool found = false;
+  for (const auto& e : events) found = found || *fake::Path(e, {"object"}) == deleted.body;
+  CHECK(found);
+}
