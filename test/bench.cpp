@@ -1062,7 +1062,7 @@ constexpr int kRounds = 3;                               // bursts of each kind,
 constexpr auto kRoundBudget = std::chrono::seconds(90);  // no new round after this much time in bursts
 constexpr int kTrickle = 50;                             // claims created one at a time
 constexpr int kBottleneckClaims = 1000;                  // the burst of the bottleneck runs
-constexpr int kBottleneckRounds = 5;                     // of each kind of bottleneck run
+constexpr int kBottleneckRounds = 7;                     // of each kind of bottleneck run
 
 // The times of the bottleneck runs of one kind (what, taken), and the share the thieves got.
 struct Limits {
