@@ -37,6 +37,7 @@
 // --startup-only it runs only the start-up measurement (for profiling it).
 #include <dirent.h>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -730,6 +731,8 @@ class CpuThief {
     pid_ = ::fork();
     if (pid_ < 0) throw Failure("fork failed");
     if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // never outlives the bench, even a killed one
+      if (::getppid() == 1) ::_exit(0);
       cpu_set_t set;
       CPU_ZERO(&set);
       CPU_SET(cpu, &set);
@@ -1268,11 +1271,11 @@ int Run(bool startup_only) {
       w["nothing_taken_seconds"] = J(none);
       for (Taken taken : {Taken::kFakeCpu, Taken::kProvisionerCpus}) {
         const Limits& l = limits[{what, taken}];
-        double t = Percentile(l.seconds, 0.5);
-        row += Fmt(" / %.3f s", t) + Fmt(" (%+.0f%%)", slower(what, taken) * 100);
+        double t = Percentile(l.seconds, 0.5), percent = slower(what, taken) * 100;
+        row += Fmt(" / %.3f s", t) + Fmt(" (%+.0f%%)", percent);
         picojson::object o;
         o["seconds_median"] = J(t);
-        o["slower_percent_median_of_rounds"] = J(slower(what, taken) * 100);
+        o["slower_percent_median_of_rounds"] = J(percent);
         o["share_taken"] = J(Percentile(l.got, 0.5));
         w[taken == Taken::kFakeCpu ? "fake_cpu_taken" : "provisioner_cpus_taken"] = picojson::value(o);
       }

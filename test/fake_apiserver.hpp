@@ -584,11 +584,12 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
   using namespace server_detail;
   RequestRecord rec;
   rec.t_ns = NowNs();
-  auto reply = [&](int code, const Json& body) {
+  auto send = [&](int code, std::string_view text) {
     res.status = code;
-    res.set_content(ToText(body), "application/json");
+    res.set_content(text.data(), text.size(), "application/json");
     rec.code = code;
   };
+  auto reply = [&](int code, const Json& body) { send(code, ToText(body)); };
   bool control = req.path.rfind("/fake/", 0) == 0;
   if (!control) {
     WaitWhilePaused();
@@ -668,9 +669,7 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
   if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
     r = Reply(r.code, ToTable(*info.type, Path(r.body(), {"items"})->get<JsonArray>(), *Path(r.body(), {"metadata"})));
   if (r.written) {
-    std::string_view text = r.written->ObjectText();
-    res.status = rec.code = r.code;
-    res.set_content(text.data(), text.size(), "application/json");
+    send(r.code, r.written->ObjectText());
   } else {
     reply(r.code, r.body());
   }
@@ -980,9 +979,12 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
     return r;
   }
   store_.Remove(t.plural, key);
-  Reply gone = Written(200, t.plural);
+  if (t.return_deleted_object) {
+    Reply gone = Written(200, t.plural);
+    ctl_.Drain();
+    return gone;
+  }
   ctl_.Drain();
-  if (t.return_deleted_object) return gone;
   Details d = DetailsFor(t, info.name);
   d.uid = have_uid;
   return {200, StatusBody(0, "", "", &d)};

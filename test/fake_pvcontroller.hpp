@@ -185,7 +185,7 @@ class PvController {
     }
     std::string vn = Str(claim, {"spec", "volumeName"});
     if (vn.empty()) {
-      if (const Json* pv = FindBestMatch(claim)) return Bind(s_.Ref("persistentvolumes", Str(*pv, {"metadata", "name"})), stored);
+      if (JsonRef pv = FindBestMatch(claim)) return Bind(pv, stored);
       return Provision(claim);
     }
     JsonRef pv = s_.Ref("persistentvolumes", vn);
@@ -211,7 +211,7 @@ class PvController {
 
   // persistentvolume/util FindMatchingVolume: the smallest fitting volume; with delayed
   // binding (WaitForFirstConsumer) only volumes pre-bound to the claim.
-  const Json* FindBestMatch(const Json& claim) {
+  JsonRef FindBestMatch(const Json& claim) {
     if (Path(claim, {"spec", "selector"}) != nullptr) return nullptr;  // label selectors not modelled
     std::string cls = Str(claim, {"spec", "storageClassName"});
     bool delay = false;
@@ -220,14 +220,14 @@ class PvController {
     double want = ParseQuantity(Str(claim, {"spec", "resources", "requests", "storage"}));
     auto modes = StringList(claim, {"spec", "accessModes"});
     std::string vmode = Str(claim, {"spec", "volumeMode"});
-    const Json* best = nullptr;
+    JsonRef best;
     double best_size = 0;
     std::vector<std::string> candidates(unbound_.begin(), unbound_.end());
     if (auto it = by_claim_.find(ObjectKey(Str(claim, {"metadata", "namespace"}), Str(claim, {"metadata", "name"})));
         it != by_claim_.end())
       candidates.insert(candidates.end(), it->second.begin(), it->second.end());
     for (const auto& name : candidates) {
-      const Json* found = s_.Get("persistentvolumes", name);
+      const JsonRef& found = s_.Ref("persistentvolumes", name);
       if (found == nullptr) continue;
       const Json& pv = *found;
       if (IsDeleting(pv)) continue;
@@ -242,9 +242,9 @@ class PvController {
       bool fits = true;
       for (const auto& m : modes) fits = fits && std::find(pv_modes.begin(), pv_modes.end(), m) != pv_modes.end();
       if (!fits) continue;
-      if (prebound) return &pv;
+      if (prebound) return found;
       if (best == nullptr || size < best_size) {
-        best = &pv;
+        best = found;
         best_size = size;
       }
     }

@@ -129,7 +129,7 @@ struct WatchEvent {
   // {"object":..,"type":..}\n, as ToText would write it (keys sorted), once for all watchers.
   const std::string& Line() const {
     if (line_.empty()) {
-      line_ = "{\"object\":";
+      line_ = kObjectStart;
       AppendJson(line_, *object);
       object_end_ = line_.size();
       line_ += ",\"type\":\"" + type + "\"}\n";
@@ -138,11 +138,11 @@ struct WatchEvent {
   }
   // The object's JSON text, inside Line().
   std::string_view ObjectText() const {
-    return std::string_view(Line()).substr(kObjectStart, object_end_ - kObjectStart);
+    return std::string_view(Line()).substr(kObjectStart.size(), object_end_ - kObjectStart.size());
   }
 
  private:
-  static constexpr size_t kObjectStart = 10;  // strlen("{\"object\":")
+  static constexpr std::string_view kObjectStart = "{\"object\":";
   mutable std::string line_;
   mutable size_t object_end_ = 0;
 };
