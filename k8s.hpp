@@ -22,7 +22,7 @@
 #include "log.hpp"
 #include "objects.hpp"
 #include "status.hpp"
-#include "tls_stream.hpp"
+#include "tls_client.hpp"
 
 // Resource collection paths (cluster-wide).
 namespace api {
@@ -131,6 +131,22 @@ struct ApiEndpoint {
     e->description = c.server + " (" + c.source + ")";
     return e;
   }
+
+  // The TLS context every connection to this server shares, made on first use. Errors: a CA or
+  // client certificate or key that cannot be used.
+  Result<std::shared_ptr<const TlsContext>> Tls() const {
+    std::lock_guard<std::mutex> lock(tls_mu_);
+    if (tls_ == nullptr) {
+      auto made = TlsContext::Make({ca_pem, client_cert_pem, client_key_pem, !insecure});
+      if (!made.ok()) return Status(made.status().code(), made.status().message() + " (" + description + ")");
+      tls_ = *made;
+    }
+    return tls_;
+  }
+
+ private:
+  mutable std::mutex tls_mu_;
+  mutable std::shared_ptr<const TlsContext> tls_;
 };
 
 namespace k8s_detail {
@@ -169,24 +185,6 @@ inline std::string ResourceOf(const std::string& path) {
   return parts.size() > start ? parts[start] : "";
 }
 
-// An X509_STORE holding every certificate of a PEM bundle; nullptr if none could be read.
-inline X509_STORE* StoreFromPem(const std::string& pem) {
-  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
-  if (bio == nullptr) return nullptr;
-  X509_STORE* store = X509_STORE_new();
-  int n = 0;
-  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
-    if (X509_STORE_add_cert(store, cert) == 1) ++n;
-    X509_free(cert);
-  }
-  BIO_free(bio);
-  if (n == 0) {
-    X509_STORE_free(store);
-    return nullptr;
-  }
-  return store;
-}
-
 }  // namespace k8s_detail
 
 // One keep-alive HTTPS connection to the API server. Not thread-safe: each thread (each
@@ -197,34 +195,9 @@ class ApiConnection {
 
   // Prepares TLS. Errors: a CA or client certificate that cannot be read.
   Status Init() {
-    X509* cert = nullptr;
-    EVP_PKEY* key = nullptr;
-    if (!ep_->client_cert_pem.empty()) {
-      BIO* b = BIO_new_mem_buf(ep_->client_cert_pem.data(), static_cast<int>(ep_->client_cert_pem.size()));
-      cert = PEM_read_bio_X509(b, nullptr, nullptr, nullptr);
-      BIO_free(b);
-      b = BIO_new_mem_buf(ep_->client_key_pem.data(), static_cast<int>(ep_->client_key_pem.size()));
-      key = PEM_read_bio_PrivateKey(b, nullptr, nullptr, nullptr);
-      BIO_free(b);
-      if (cert == nullptr || key == nullptr) {
-        X509_free(cert);
-        EVP_PKEY_free(key);
-        return Status::Invalid("client certificate or key of " + ep_->description + " is not valid PEM");
-      }
-    }
-    cli_ = std::make_unique<BufferedSslClient>(ep_->host, ep_->port, cert, key);
-    X509_free(cert);
-    EVP_PKEY_free(key);
-    if (!cli_->is_valid()) return Status::Invalid("client certificate and key of " + ep_->description + " do not match");
-    if (ep_->insecure) {
-      cli_->enable_server_certificate_verification(false);
-    } else if (!ep_->ca_pem.empty()) {
-      X509_STORE* store = k8s_detail::StoreFromPem(ep_->ca_pem);
-      if (store == nullptr) return Status::Invalid("CA certificate of " + ep_->description + " is not valid PEM");
-      cli_->set_ca_cert_store(store);
-      // Trust only that CA: point the system lookup at a folder that does not exist.
-      cli_->set_ca_cert_path("", "/nonexistent/hostpath-provisioner/no-system-cas");
-    }
+    auto tls = ep_->Tls();
+    if (!tls.ok()) return tls.status();
+    cli_ = std::make_unique<TlsClient>(*tls, ep_->host, ep_->port);
     cli_->set_keep_alive(true);
     cli_->set_tcp_nodelay(true);  // a request is headers + body: don't wait for delayed ACKs
     cli_->set_connection_timeout(std::chrono::seconds(10));
@@ -347,7 +320,8 @@ class ApiConnection {
     if (!res) {
       std::string why = httplib::to_string(res.error());
       if (res.error() == httplib::Error::SSLServerVerification)
-        why += " (the server's certificate is not signed by the configured CA, or does not name " + ep_->host + ")";
+        why = "the server's TLS certificate was refused: " + std::string(X509_verify_cert_error_string(cli_->verify_result())) +
+              " (it must be signed by the configured CA and name " + ep_->host + ")";
       return Status(Status::kUnavailable, method + " " + path + ": " + why + " talking to " + ep_->description);
     }
     HttpResponse out;
@@ -359,7 +333,7 @@ class ApiConnection {
   }
 
   std::shared_ptr<const ApiEndpoint> ep_;
-  std::unique_ptr<BufferedSslClient> cli_;
+  std::unique_ptr<TlsClient> cli_;
   int last_retry_after_ = 0;
 };
 

@@ -1,4 +1,4 @@
-// httplib's stream over a TLS connection, buffered, for the client (k8s.hpp) and the fake API
+// httplib's stream over a TLS connection, buffered, for the client (tls_client.hpp) and the fake API
 // server's transport (test/fake_https.hpp).
 //
 // httplib 0.11's own SSLSocketStream reads a response's or request's header lines one byte per
@@ -10,7 +10,7 @@
 //
 // Time limits: reads block, bounded by the socket's SO_RCVTIMEO (a poll() before each read cost
 // as much as the read); writes are bounded by SO_SNDTIMEO. httplib sets both when it connects
-// or accepts; BufferedSslClient keeps SO_RCVTIMEO equal to the request's read timeout. Another
+// or accepts; TlsClient keeps SO_RCVTIMEO equal to the request's read timeout. Another
 // thread ends a blocked read with shutdown(SHUT_RD) (httplib's stop() does SHUT_RDWR).
 #pragma once
 #include <openssl/ssl.h>
@@ -122,28 +122,4 @@ class TlsStream final : public httplib::Stream {
   bool failed_ = false;
   mutable std::string remote_ip_, local_ip_;
   mutable int remote_port_ = -1, local_port_ = -1;
-};
-
-// httplib::SSLClient whose requests go through a TlsStream.
-class BufferedSslClient final : public httplib::SSLClient {
- public:
-  using httplib::SSLClient::SSLClient;
-
- private:
-  bool process_socket(const Socket& socket, std::function<bool(httplib::Stream&)> callback) override {
-    SSL_set_read_ahead(socket.ssl, 1);
-    // The read timeout can change between requests on one connection (a watch, a write).
-    timeval tv{static_cast<time_t>(read_timeout_sec_), static_cast<suseconds_t>(read_timeout_usec_)};
-    if (socket.sock != timeout_sock_ || tv.tv_sec != timeout_.tv_sec || tv.tv_usec != timeout_.tv_usec) {
-      if (::setsockopt(socket.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) return false;
-      timeout_sock_ = socket.sock;
-      timeout_ = tv;
-    }
-    TlsStream strm(socket.sock, socket.ssl);
-    bool ok = callback(strm);
-    return strm.Flush() && ok;
-  }
-
-  socket_t timeout_sock_ = INVALID_SOCKET;  // the socket whose SO_RCVTIMEO is timeout_
-  timeval timeout_{};
 };

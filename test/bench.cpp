@@ -50,6 +50,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -61,7 +62,7 @@
 #include <vector>
 
 #include "test/harness.hpp"
-#include "tls_stream.hpp"
+#include "tls_client.hpp"
 
 namespace {
 
@@ -176,9 +177,7 @@ long CountEntries(const std::string& path) {
 // One keep-alive HTTPS connection with a bearer token. Not thread-safe: one per thread.
 class Api {
  public:
-  Api(int port, const std::string& ca_file, std::string token) : cli_("127.0.0.1", port), token_(std::move(token)) {
-    cli_.set_ca_cert_path(ca_file.c_str());
-    cli_.enable_server_certificate_verification(true);
+  Api(int port, const std::string& ca_file, std::string token) : cli_(TlsTo(ca_file), "127.0.0.1", port), token_(std::move(token)) {
     cli_.set_keep_alive(true);
     cli_.set_tcp_nodelay(true);
     cli_.set_read_timeout(std::chrono::seconds(60));
@@ -204,7 +203,23 @@ class Api {
   }
 
  private:
-  BufferedSslClient cli_;  // the provisioner's transport (tls_stream.hpp), for a like-for-like baseline
+  // One TLS context per CA file, shared as the provisioner shares its own.
+  static std::shared_ptr<const TlsContext> TlsTo(const std::string& ca_file) {
+    static std::mutex mu;
+    static std::map<std::string, std::shared_ptr<const TlsContext>> made;
+    std::lock_guard<std::mutex> l(mu);
+    auto& tls = made[ca_file];
+    if (tls == nullptr) {
+      std::ifstream in(ca_file);
+      std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      auto t = TlsContext::Make({pem, "", "", true});
+      if (!t.ok()) throw Failure("TLS context for " + ca_file + ": " + t.status().message());
+      tls = *t;
+    }
+    return tls;
+  }
+
+  TlsClient cli_;  // the provisioner's transport (tls_client.hpp), for a like-for-like baseline
   std::string token_;
 };
 

@@ -1,4 +1,4 @@
-// TlsStream through BufferedSslClient, against a scripted TLS server that sees every record.
+// TlsStream through TlsClient, against a scripted TLS server that sees every record.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,76 +14,12 @@
 
 #include "k8s.hpp"
 #include "test/fake_tls.hpp"
+#include "test/scripted_tls_server.hpp"
 
 namespace {
 
 // As main.cpp does: a write to a connection the peer closed is an error, not a signal.
 const bool kNoSigpipe = [] { return signal(SIGPIPE, SIG_IGN) != SIG_ERR; }();
-
-// Accepts TLS connections on 127.0.0.1 and hands each to `script`, one at a time.
-class ScriptedServer {
- public:
-  using Script = std::function<void(SSL*)>;
-
-  explicit ScriptedServer(Script script) : script_(std::move(script)) {
-    auto pki = fake::MakeTestPki();
-    REQUIRE(pki.ok());
-    ca_pem_ = pki->ca_pem;
-    ctx_ = SSL_CTX_new(TLS_server_method());
-    REQUIRE(SSL_CTX_use_certificate(ctx_, pki->server_cert.get()) == 1);
-    REQUIRE(SSL_CTX_use_PrivateKey(ctx_, pki->server_key.get()) == 1);
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    REQUIRE(::listen(fd_, 8) == 0);
-    thread_ = std::thread([this] { Serve(); });
-  }
-  ~ScriptedServer() {
-    stopping_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    thread_.join();
-    ::close(fd_);
-    SSL_CTX_free(ctx_);
-  }
-
-  int port() const { return port_; }
-  int accepted() const { return accepted_; }
-  std::unique_ptr<BufferedSslClient> Client() const {
-    auto cli = std::make_unique<BufferedSslClient>("127.0.0.1", port_);
-    cli->set_ca_cert_store(k8s_detail::StoreFromPem(ca_pem_));
-    cli->set_keep_alive(true);
-    cli->set_read_timeout(std::chrono::seconds(5));
-    return cli;
-  }
-
- private:
-  void Serve() {
-    while (!stopping_) {
-      int c = ::accept(fd_, nullptr, nullptr);
-      if (c < 0) return;
-      ++accepted_;
-      SSL* ssl = SSL_new(ctx_);
-      SSL_set_fd(ssl, c);
-      if (SSL_accept(ssl) == 1) script_(ssl);
-      SSL_free(ssl);
-      ::close(c);
-    }
-  }
-
-  Script script_;
-  SSL_CTX* ctx_ = nullptr;
-  std::string ca_pem_;
-  int fd_ = -1;
-  int port_ = 0;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  std::atomic<int> accepted_{0};
-};
 
 // One SSL_read: the plaintext of one record (the server does not read ahead).
 std::string ReadRecord(SSL* ssl) {
