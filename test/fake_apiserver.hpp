@@ -789,7 +789,7 @@ inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::st
     return {405, StatusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
   auto parsed = ParseJson(body);
   if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, BadRequest("the body is not a JSON object")};
-  Json obj = *parsed;
+  Json obj = std::move(*parsed);
   std::string kind = Str(obj, {"kind"});
   if (!kind.empty() && kind != t.kind) return {400, BadRequest("the object kind " + kind + " does not match " + t.kind)};
   obj.get<JsonObject>()["kind"] = Json(t.kind);
@@ -828,7 +828,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
   const ResourceType& t = *info.type;
   auto parsed = ParseJson(body);
   if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, BadRequest("the body is not a JSON object")};
-  Json obj = *parsed;
+  Json obj = std::move(*parsed);
   std::string body_name = Str(obj, {"metadata", "name"});
   if (!body_name.empty() && body_name != info.name)
     return {400, BadRequest("the name of the object (" + body_name + ") does not match the name on the URL (" + info.name + ")")};
@@ -837,7 +837,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
     return {400, BadRequest("the namespace of the provided object does not match the namespace sent on the request")};
   {
     Store::Lock l(store_);
-    if (store_.Get(t.plural, ObjectKey(info.ns, info.name)) != nullptr) return StoreUpdateLocked(info, obj);
+    if (store_.Get(t.plural, ObjectKey(info.ns, info.name)) != nullptr) return StoreUpdateLocked(info, std::move(obj));
   }
   {
     if (t.allow_create_on_update && info.subresource.empty()) {
@@ -867,7 +867,7 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
     next = cur;
     if (const Json* st = Member(proposed, "status")) next.get<JsonObject>()["status"] = *st;
   } else {
-    next = proposed;
+    next = std::move(proposed);
     next.get<JsonObject>()["kind"] = Json(t.kind);
     next.get<JsonObject>()["apiVersion"] = Json(t.ApiVersion());
     if (t.has_status) {
@@ -916,9 +916,9 @@ inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib:
   auto patch = ParseJson(req.body);
   if (!patch.ok()) return {400, BadRequest("the patch is not JSON: " + patch.status().message())};
   Store::Lock l(store_);
-  const Json* cur = store_.Get(t.plural, ObjectKey(info.ns, info.name));
+  JsonRef cur = store_.Ref(t.plural, ObjectKey(info.ns, info.name));  // kept alive while it is read
   if (cur == nullptr) return {404, NotFoundStatus(t, info.name)};
-  const Json existing = *cur;
+  const Json& existing = *cur;
   Json patched;
   if (type == "application/merge-patch+json") {
     patched = MergePatch(existing, *patch);
@@ -935,7 +935,7 @@ inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib:
   // A resourceVersion in the patch is a precondition; otherwise the patch applies to the latest.
   if (Str(patched, {"metadata", "resourceVersion"}).empty())
     Meta(patched)["resourceVersion"] = Json(Str(existing, {"metadata", "resourceVersion"}));
-  return StoreUpdateLocked(info, patched);
+  return StoreUpdateLocked(info, std::move(patched));
 }
 
 inline ApiServer::Reply ApiServer::Delete(const RequestInfo& info, const std::string& body) {

@@ -21,25 +21,27 @@ inline constexpr const char* kSelectedNodeAnn = "volume.kubernetes.io/selected-n
 class PvController {
  public:
   explicit PvController(Store& s) : s_(s) {
-    for (const char* p : kWatched) cursor_[p] = s_.bucket(p).NextSeq();
+    for (Watched& w : watched_) {
+      w.bucket = &s_.bucket(w.plural);  // buckets are never removed: the pointers stay valid
+      w.cursor = w.bucket->NextSeq();
+    }
   }
 
   // Handles every change since the last call (its own included) until nothing changes.
   void Drain() {
     for (int round = 0; round < 100000; ++round) {
       bool progressed = false;
-      for (const char* plural : kWatched) {
-        Bucket& b = s_.bucket(plural);
-        uint64_t& cur = cursor_[plural];
-        if (cur < b.first_seq) {  // history overran us: look at everything
-          cur = b.NextSeq();
+      for (Watched& w : watched_) {
+        Bucket& b = *w.bucket;
+        if (w.cursor < b.first_seq) {  // history overran us: look at everything
+          w.cursor = b.NextSeq();
           ResyncAll();
           progressed = true;
         }
-        while (cur < b.NextSeq()) {
-          EventPtr ev = b.history[cur - b.first_seq];
-          ++cur;
-          Handle(plural, *ev);
+        while (w.cursor < b.NextSeq()) {
+          EventPtr ev = b.history[w.cursor - b.first_seq];
+          ++w.cursor;
+          Handle(w.plural, *ev);
           progressed = true;
         }
       }
@@ -48,7 +50,12 @@ class PvController {
   }
 
  private:
-  static constexpr const char* kWatched[] = {"storageclasses", "persistentvolumeclaims", "persistentvolumes"};
+  // A resource the controller follows, and how far it has read its history.
+  struct Watched {
+    const std::string plural;
+    Bucket* bucket = nullptr;
+    uint64_t cursor = 0;
+  };
 
   void ResyncAll() {
     unbound_.clear();
@@ -360,7 +367,7 @@ class PvController {
   }
 
   Store& s_;
-  std::map<std::string, uint64_t> cursor_;
+  Watched watched_[3] = {{"storageclasses"}, {"persistentvolumeclaims"}, {"persistentvolumes"}};
   std::set<std::string> emitted_;
   std::vector<std::string> pending;  // scratch
   std::set<std::string> unbound_;                         // volumes without claimRef

@@ -188,6 +188,11 @@ TEST_CASE("invalid objects are refused with 422 and field causes") {
   };
   std::vector<Case> cases = {
       {"name not a DNS subdomain", kPvs, Pv("Bad_Name"), "metadata.name"},
+      {"name starting with a dash", kPvs, Pv("-a"), "metadata.name"},
+      {"name ending with a dot", kPvs, Pv("a.b."), "metadata.name"},
+      {"name with an empty label", kPvs, Pv("a..b"), "metadata.name"},
+      {"name with a label ending in a dash", kPvs, Pv("a-.b"), "metadata.name"},
+      {"namespace name with a dot (a DNS label)", "/api/v1/namespaces", R"({"metadata":{"name":"a.b"}})", "metadata.name"},
       {"PV without capacity", kPvs,
        R"({"metadata":{"name":"a"},"spec":{"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/x"}}})", "spec.capacity"},
       {"PV without access modes", kPvs,
@@ -221,8 +226,11 @@ TEST_CASE("invalid objects are refused with 422 and field causes") {
       CHECK(found);
     }
   }
-  SECTION("accepted: relative hostPath, event about a PV in default") {
+  SECTION("accepted: relative hostPath, event about a PV in default, dotted and dashed names") {
     CHECK(Admin(s.api, "POST", kPvs, Pv("rel", "", "relative/dir")).code == 201);
+    CHECK(Admin(s.api, "POST", kPvs, Pv("pv-1.example.com")).code == 201);
+    CHECK(Admin(s.api, "POST", kPvs, Pv("9")).code == 201);
+    CHECK(Admin(s.api, "POST", "/api/v1/namespaces", R"({"metadata":{"name":"team-a1"}})").code == 201);
     CHECK(Admin(s.api, "POST", "/api/v1/namespaces/default/events",
                 R"({"metadata":{"name":"e"},"involvedObject":{"kind":"PersistentVolume","name":"pv"},"reason":"R"})")
               .code == 201);
