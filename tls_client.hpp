@@ -75,6 +75,10 @@ class TlsContext {
     BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
     int n = 0;
     while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+      // Decodes and caches the certificate's extensions now, while one thread owns it: the
+      // handshakes of several connections read them at once, and OpenSSL 3.0 fills the cache
+      // on first use, racing with a reader of another connection (ThreadSanitizer saw it).
+      X509_check_purpose(cert, -1, 0);
       if (X509_STORE_add_cert(store, cert) == 1) ++n;
       X509_free(cert);
     }
