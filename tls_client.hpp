@@ -70,6 +70,9 @@ class TlsContext {
   SSL_CTX* ctx() const { return ctx_; }
   bool verify() const { return verify_; }
 
+ private:
+  explicit TlsContext(SSL_CTX* ctx) : ctx_(ctx) {}
+
   // Adds every certificate of a PEM bundle to the store; returns how many were added.
   static int AddCas(X509_STORE* store, const std::string& pem) {
     BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
@@ -86,9 +89,6 @@ class TlsContext {
     ERR_clear_error();  // the end of the bundle reads as an error
     return n;
   }
-
- private:
-  explicit TlsContext(SSL_CTX* ctx) : ctx_(ctx) {}
 
   template <typename T, typename Read>
   static T* ReadPem(const std::string& pem, Read read) {

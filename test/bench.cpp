@@ -50,7 +50,6 @@
 #include <cstring>
 #include <deque>
 #include <functional>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -210,9 +209,7 @@ class Api {
     std::lock_guard<std::mutex> l(mu);
     auto& tls = made[ca_file];
     if (tls == nullptr) {
-      std::ifstream in(ca_file);
-      std::string pem((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      auto t = TlsContext::Make({pem, "", "", true});
+      auto t = TlsContext::Make({harness::ReadFile(ca_file), "", "", true});
       if (!t.ok()) throw Failure("TLS context for " + ca_file + ": " + t.status().message());
       tls = *t;
     }

@@ -119,8 +119,8 @@ class ApiServer {
   }
   void Pause(double seconds) {
     Store::Lock l(store_);
-    paused_until_ = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    paused_until_ns_ = paused_until_.time_since_epoch().count();
+    auto until = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+    paused_until_ns_ = until.time_since_epoch().count();
     store_.NotifyAll();
   }
   void SetDelayMs(int ms) { delay_ms_ = ms; }
@@ -162,12 +162,13 @@ class ApiServer {
     JsonRef ref = std::make_shared<const Json>();
     EventPtr written;  // its ObjectText() was filled in under the store's lock
   };
-  // The answer for the object of the last write to `plural` (before the controllers write).
-  // Callers hold store_.mu.
-  Reply Written(int code, const std::string& plural) {
-    const EventPtr& ev = store_.bucket(plural).Last();
+  // The answer for the object of the last write to `plural`, taken before the controllers
+  // react to that write, which they then do. Callers hold store_.mu.
+  Reply AnswerWrite(int code, const std::string& plural) {
+    EventPtr ev = store_.bucket(plural).Last();
     ev->ObjectText();
-    return Reply(code, ev);
+    ctl_.Drain();
+    return Reply(code, std::move(ev));
   }
 
   Status WriteFiles();
@@ -212,8 +213,8 @@ class ApiServer {
   // Guarded by store_.mu:
   uint64_t watch_generation_ = 0;
   bool stopping_ = false;
-  Clock::time_point paused_until_{};
-  std::atomic<int64_t> paused_until_ns_{0};  // paused_until_, for a look without the lock
+  std::atomic<Clock::rep> paused_until_ns_{0};  // set under store_.mu, read without it too
+  Clock::time_point PausedUntil() const { return Clock::time_point(Clock::duration(paused_until_ns_.load())); }
   mutable std::mutex log_mu_;
   std::vector<RequestRecord> requests_;
   std::vector<std::pair<RequestRecord, std::string>> denials_;  // with the message
@@ -561,9 +562,9 @@ inline bool ApiServer::Authenticate(const httplib::Request& req, User& user) {
 }
 
 inline void ApiServer::WaitWhilePaused() {
-  if (Clock::now().time_since_epoch().count() >= paused_until_ns_.load()) return;
+  if (Clock::now() >= PausedUntil()) return;
   std::unique_lock<std::mutex> l(store_.mu);
-  while (!stopping_ && Clock::now() < paused_until_) store_.changed.wait_until(l, paused_until_);
+  while (!stopping_ && Clock::now() < PausedUntil()) store_.changed.wait_until(l, PausedUntil());
 }
 
 inline bool ApiServer::TakeFault(const RequestInfo& info, Fault& out) {
@@ -818,9 +819,7 @@ inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::st
     return {409, StatusBody(409, "AlreadyExists", t.QualifiedResource() + " \"" + name + "\" already exists", &d)};
   }
   store_.Put(t.plural, std::move(obj));
-  Reply r = Written(201, t.plural);
-  ctl_.Drain();
-  return r;
+  return AnswerWrite(201, t.plural);
 }
 
 inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::string& body) {
@@ -903,9 +902,7 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
   store_.Commit(t.plural, std::move(next));
-  Reply r = Written(200, t.plural);
-  ctl_.Drain();
-  return r;
+  return AnswerWrite(200, t.plural);
 }
 
 inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib::Request& req) {
@@ -974,15 +971,11 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
     m["deletionTimestamp"] = Json(NowRfc3339());
     m["deletionGracePeriodSeconds"] = Json(0.0);
     store_.Put(t.plural, std::move(marked));
-    Reply r = Written(200, t.plural);
-    ctl_.Drain();
-    return r;
+    return AnswerWrite(200, t.plural);
   }
   store_.Remove(t.plural, key);
   if (t.return_deleted_object) {
-    Reply gone = Written(200, t.plural);
-    ctl_.Drain();
-    return gone;
+    return AnswerWrite(200, t.plural);
   }
   ctl_.Drain();
   Details d = DetailsFor(t, info.name);
@@ -1101,7 +1094,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
         out += ToText(Json(line)) + "\n";
         next_bookmark = now + std::chrono::seconds(opts_.bookmark_seconds);
       }
-      if (!out.empty() && now >= paused_until_) {
+      if (!out.empty() && now >= PausedUntil()) {
         std::string text;
         text.swap(out);
         l.unlock();
@@ -1112,7 +1105,7 @@ inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& re
       }
       if (stopping_ || generation != watch_generation_ || now >= deadline) break;
       auto wake = std::min(deadline, st->bookmarks ? next_bookmark : deadline);
-      if (now < paused_until_) wake = std::min(wake, paused_until_);
+      if (now < PausedUntil()) wake = std::min(wake, PausedUntil());
       b.changed.wait_until(l, wake);  // woken by writes to this resource and by controls
     }
     l.unlock();

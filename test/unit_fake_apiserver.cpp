@@ -53,9 +53,18 @@ struct Reply {
   std::string retry_after;
 };
 
-// One HTTPS request verified against the server's CA; token "" sends none.
-Reply Call(const fake::ApiServer& api, const std::string& token, const std::string& method, const std::string& path,
-           const std::string& body = "", const std::string& type = "application/json") {
+// An answer as it came, before any check.
+struct RawReply {
+  std::string what;  // "METHOD path: transport result"
+  bool ok = false;   // an HTTP answer arrived
+  int code = 0;
+  std::string body, retry_after;
+};
+
+// One HTTPS request verified against the server's CA; token "" sends none. Uses no Catch macros,
+// so other threads than the test's may send it (Catch's assertions are not thread-safe).
+RawReply Send(const fake::ApiServer& api, const std::string& token, const std::string& method, const std::string& path,
+              const std::string& body = "", const std::string& type = "application/json") {
   httplib::SSLClient c("127.0.0.1", api.port());
   c.set_ca_cert_path((api.dir() + "/ca.crt").c_str());
   c.enable_server_certificate_verification(true);
@@ -65,18 +74,36 @@ Reply Call(const fake::ApiServer& api, const std::string& token, const std::stri
                       : method == "PUT"    ? c.Put(path.c_str(), body, type.c_str())
                       : method == "PATCH"  ? c.Patch(path.c_str(), body, type.c_str())
                                            : c.Delete(path.c_str(), body, type.c_str());
-  INFO(method << " " << path << ": " << httplib::to_string(r.error()));
-  REQUIRE(r);
+  RawReply out;
+  out.what = method + " " + path + ": " + httplib::to_string(r.error());
+  out.ok = static_cast<bool>(r);
+  if (r) {
+    out.code = r->status;
+    out.body = r->body;
+    out.retry_after = r->get_header_value("Retry-After");
+  }
+  return out;
+}
+
+// The answer, required to have arrived and to be JSON when it has a body. On the test's thread only.
+Reply Checked(const RawReply& r) {
+  INFO(r.what);
+  REQUIRE(r.ok);
   Reply out;
-  out.code = r->status;
-  out.retry_after = r->get_header_value("Retry-After");
-  if (!r->body.empty()) {
-    auto parsed = fake::ParseJson(r->body);
-    INFO(r->body);
+  out.code = r.code;
+  out.retry_after = r.retry_after;
+  if (!r.body.empty()) {
+    auto parsed = fake::ParseJson(r.body);
+    INFO(r.body);
     REQUIRE(parsed.ok());
     out.body = *parsed;
   }
   return out;
+}
+
+Reply Call(const fake::ApiServer& api, const std::string& token, const std::string& method, const std::string& path,
+           const std::string& body = "", const std::string& type = "application/json") {
+  return Checked(Send(api, token, method, path, body, type));
 }
 
 Reply Admin(const fake::ApiServer& api, const std::string& method, const std::string& path, const std::string& body = "",
@@ -292,9 +319,11 @@ TEST_CASE("a watch from a list's resourceVersion gets every later change, in ord
   CHECK(seen == std::vector<std::string>{"ADDED after", "MODIFIED after", "MODIFIED before", "DELETED before"});
 
   SECTION("live events arrive after the backlog") {
-    std::thread writer([&] { Admin(s.api, "POST", kPvs, Pv("live")); });
+    RawReply written;
+    std::thread writer([&] { written = Send(s.api, s.api.admin_token(), "POST", kPvs, Pv("live")); });
     auto live = WatchEvents(s.api, kPvs + "?watch=1&timeoutSeconds=30&resourceVersion=" + Str(events.back(), {"object", "metadata", "resourceVersion"}), 1);
     writer.join();
+    Checked(written);
     REQUIRE(!live.empty());
     CHECK(Str(live[0], {"type"}) == "ADDED");
     CHECK(Str(live[0], {"object", "metadata", "name"}) == "live");
@@ -814,8 +843,8 @@ TEST_CASE("wait: claims that become Bound and PVs that go are counted in the fak
   std::string rv = Str(Admin(s.api, "GET", kPvcs + "?limit=1").body, {"metadata", "resourceVersion"});
   std::string pv_rv = Str(Admin(s.api, "GET", kPvs + "?limit=1").body, {"metadata", "resourceVersion"});
   std::string bound = "/fake/wait?resource=persistentvolumeclaims&until=Bound&prefix=w-&resourceVersion=" + rv;
-  Reply waited;
-  std::thread waiter([&] { waited = Admin(s.api, "GET", bound + "&count=2&timeoutSeconds=20"); });
+  RawReply waited_raw;
+  std::thread waiter([&] { waited_raw = Send(s.api, s.api.admin_token(), "GET", bound + "&count=2&timeoutSeconds=20"); });
   int64_t t0 = fake::NowNs();
   std::vector<std::string> pvs;
   for (std::string name : {"w-1", "x-1", "w-2"}) {  // x-1 is Bound too, but not counted
@@ -827,6 +856,7 @@ TEST_CASE("wait: claims that become Bound and PVs that go are counted in the fak
     pvs.push_back("pvc-" + uid);
   }
   waiter.join();
+  Reply waited = Checked(waited_raw);
   CHECK(waited.code == 200);
   CHECK(waited.body.get("count").get<double>() == 2);
   CHECK(waited.body.get("lastNs").get<double>() >= static_cast<double>(t0));

@@ -82,6 +82,17 @@ std::unique_ptr<TlsClient> ClientOf(const TlsContext::Options& o, const std::str
   return cli;
 }
 
+// The endpoint of https://127.0.0.1:port that trusts ca_pem.
+std::shared_ptr<ApiEndpoint> EndpointOf(int port, const std::string& ca_pem, const std::string& source) {
+  ApiCredentials creds;
+  creds.server = "https://127.0.0.1:" + std::to_string(port);
+  creds.ca_pem = ca_pem;
+  creds.source = source;
+  auto ep = ApiEndpoint::From(creds);
+  REQUIRE(ep.ok());
+  return *ep;
+}
+
 }  // namespace
 
 TEST_CASE("the server's certificate must chain to the configured CA") {
@@ -113,25 +124,27 @@ TEST_CASE("the server's certificate must chain to the configured CA") {
 TEST_CASE("the server's certificate must name the address or host the client dialled") {
   Ca ca;
   PkeyPtr key(EVP_EC_gen("P-256"));
-  SECTION("an IP address is checked against the IP entries") {
-    X509Ptr cert = ca.Sign(key.get(), "127.0.0.1", "serverAuth", "DNS:api.example,IP:10.0.0.1");
-    HelloServer hello(cert.get(), key.get());
-    auto cli = ClientOf({ca.pem(), "", "", true}, "127.0.0.1", hello.server.port());
-    auto r = cli->Get("/version");
-    CHECK_FALSE(r);
-    CHECK(r.error() == httplib::Error::SSLServerVerification);
-    CHECK(cli->verify_result() == X509_V_ERR_IP_ADDRESS_MISMATCH);
-    CHECK(hello.requests == 0);
-  }
-  SECTION("a host name is checked against the DNS entries, not the common name") {
-    X509Ptr cert = ca.Sign(key.get(), "localhost", "serverAuth", "DNS:api.example,IP:127.0.0.1");
-    HelloServer hello(cert.get(), key.get());
-    auto cli = ClientOf({ca.pem(), "", "", true}, "localhost", hello.server.port());
-    auto r = cli->Get("/version");
-    CHECK_FALSE(r);
-    CHECK(r.error() == httplib::Error::SSLServerVerification);
-    CHECK(cli->verify_result() == X509_V_ERR_HOSTNAME_MISMATCH);
-    CHECK(hello.requests == 0);
+  struct Mismatch {
+    const char* what;
+    const char* cn;
+    const char* san;
+    const char* dialled;
+    long verify_result;
+  };
+  for (const Mismatch& m : {Mismatch{"an IP address is checked against the IP entries", "127.0.0.1",
+                                     "DNS:api.example,IP:10.0.0.1", "127.0.0.1", X509_V_ERR_IP_ADDRESS_MISMATCH},
+                            Mismatch{"a host name is checked against the DNS entries, not the common name", "localhost",
+                                     "DNS:api.example,IP:127.0.0.1", "localhost", X509_V_ERR_HOSTNAME_MISMATCH}}) {
+    SECTION(m.what) {
+      X509Ptr cert = ca.Sign(key.get(), m.cn, "serverAuth", m.san);
+      HelloServer hello(cert.get(), key.get());
+      auto cli = ClientOf({ca.pem(), "", "", true}, m.dialled, hello.server.port());
+      auto r = cli->Get("/version");
+      CHECK_FALSE(r);
+      CHECK(r.error() == httplib::Error::SSLServerVerification);
+      CHECK(cli->verify_result() == m.verify_result);
+      CHECK(hello.requests == 0);
+    }
   }
   SECTION("a matching DNS entry passes") {
     X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "DNS:localhost");
@@ -180,21 +193,16 @@ TEST_CASE("a refused server certificate is explained in the request's error") {
   PkeyPtr key(EVP_EC_gen("P-256"));
   X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1");
   HelloServer hello(cert.get(), key.get());
-  ApiCredentials creds;
-  creds.server = "https://127.0.0.1:" + std::to_string(hello.server.port());
-  creds.ca_pem = other.pem();
-  creds.source = "kubeconfig /k (context c)";
-  auto ep = ApiEndpoint::From(creds);
-  REQUIRE(ep.ok());
-  ApiConnection conn(*ep);
+  auto ep = EndpointOf(hello.server.port(), other.pem(), "kubeconfig /k (context c)");
+  ApiConnection conn(ep);
   REQUIRE(conn.Init().ok());
   auto r = conn.Request("GET", "/version");
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == Status::kUnavailable);
   CHECK(r.status().message() ==
         "GET /version: the server's TLS certificate was refused: unable to get local issuer certificate (it must be "
-        "signed by the configured CA and name 127.0.0.1) talking to " +
-            creds.server + " (kubeconfig /k (context c))");
+        "signed by the configured CA and name 127.0.0.1) talking to https://127.0.0.1:" +
+            std::to_string(hello.server.port()) + " (kubeconfig /k (context c))");
   CHECK(hello.requests == 0);
 }
 
@@ -203,18 +211,13 @@ TEST_CASE("every connection to one server shares one TLS context") {
   PkeyPtr key(EVP_EC_gen("P-256"));
   X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1");
   HelloServer hello(cert.get(), key.get());
-  ApiCredentials creds;
-  creds.server = "https://127.0.0.1:" + std::to_string(hello.server.port());
-  creds.ca_pem = ca.pem();
-  creds.source = "test";
-  auto ep = ApiEndpoint::From(creds);
-  REQUIRE(ep.ok());
-  auto a = (*ep)->Tls(), b = (*ep)->Tls();
+  auto ep = EndpointOf(hello.server.port(), ca.pem(), "test");
+  auto a = ep->Tls(), b = ep->Tls();
   REQUIRE(a.ok());
   REQUIRE(b.ok());
   CHECK(a->get() == b->get());
   for (const char* path : {"/a", "/b"}) {  // one after the other: the server serves one connection at a time
-    ApiConnection conn(*ep);
+    ApiConnection conn(ep);
     REQUIRE(conn.Init().ok());
     CHECK(conn.Request("GET", path).ok());
   }

@@ -44,7 +44,9 @@ std::string ReadRequest(SSL* ssl) {
   }
 }
 
-void WriteAll(SSL* ssl, const std::string& s) { REQUIRE(SSL_write(ssl, s.data(), static_cast<int>(s.size())) > 0); }
+// Runs on the server's thread, so it asserts nothing (Catch's assertions are not thread-safe):
+// a write that fails shows as a failed or short answer on the client's side.
+void WriteAll(SSL* ssl, const std::string& s) { SSL_write(ssl, s.data(), static_cast<int>(s.size())); }
 
 std::string Ok(const std::string& body) {
   return "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
