@@ -23,10 +23,13 @@
 //        504 with the count so far. An observer for benchmarks that costs no watch traffic: it
 //        looks at the history every 2 ms, so it answers up to 2 ms late, but lastNs is exact.
 //
+// One thread serves every connection (fake_https.hpp): delays and pauses hold a request without
+// holding the thread, and watches (fake_watch.hpp) get what was written after each round of
+// requests.
+//
 // Known differences from kube-apiserver: namespaces need not exist; no pods are modelled (a
 // deleted claim loses its pvc-protection finalizer at once); label selectors are equality-based
-// only; watches of a client that went away are noticed at the next write (an event or bookmark);
-// deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
+// only; deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
 #pragma once
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,6 +53,7 @@
 #include "test/fake_requestinfo.hpp"
 #include "test/fake_store.hpp"
 #include "test/fake_tls.hpp"
+#include "test/fake_watch.hpp"
 
 namespace fake {
 
@@ -61,7 +65,6 @@ struct ApiServerOptions {
   std::string sa_name = "hostpath-provisioner";
   size_t history = 10000;    // watch events kept per resource
   int bookmark_seconds = 5;  // interval of BOOKMARK events for watches that allow them
-  int threads = 256;         // connections served at once (each open watch holds one)
 };
 
 // One answered request, as GET /fake/requests lists it.
@@ -109,19 +112,26 @@ class ApiServer {
     faults_.push_back(f);
   }
   void DropWatches() {
-    Store::Lock l(store_);
-    ++watch_generation_;
-    store_.NotifyAll();
+    {
+      Store::Lock l(store_);
+      ++watch_.generation;
+    }
+    WakeLoop();
   }
   void Compact() {
-    Store::Lock l(store_);
-    store_.Compact();
+    {
+      Store::Lock l(store_);
+      store_.Compact();
+    }
+    WakeLoop();
   }
   void Pause(double seconds) {
-    Store::Lock l(store_);
-    auto until = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-    paused_until_ns_ = until.time_since_epoch().count();
-    store_.NotifyAll();
+    {
+      Store::Lock l(store_);
+      auto until = Clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+      watch_.paused_until_ns = until.time_since_epoch().count();
+    }
+    WakeLoop();
   }
   void SetDelayMs(int ms) { delay_ms_ = ms; }
   // Writes a new service-account token (atomically, by rename) and revokes the old one.
@@ -148,8 +158,7 @@ class ApiServer {
   }
 
  private:
-  using Clock = std::chrono::steady_clock;
-
+  class Pending;
   // An answer: its code and body. A stored object is answered without a copy; an object just
   // written, with the text of its watch event (`written`), serialised once for both.
   struct Reply {
@@ -171,12 +180,41 @@ class ApiServer {
     return Reply(code, std::move(ev));
   }
 
+  // How far Dispatch got with one request, kept between its calls.
+  struct Progress {
+    RequestRecord rec;          // its t_ns: when the request arrived
+    bool waited = false;        // past the pause and the delay
+    bool fault_looked = false;  // a fault was looked for (and taken, if `faulted`)
+    bool faulted = false;
+    Fault fault;
+  };
+  // What Dispatch did: answered in its Response; or wants to be called again at `again`
+  // (a pause, a delay); or hands the answer to `stream` (a watch, /fake/wait).
+  struct Outcome {
+    Clock::time_point again{};
+    bool until_unpaused = false;  // `again` is the end of the pause, which may move
+    std::unique_ptr<Exchange> stream;
+  };
+  static Outcome Later(Clock::time_point t, bool until_unpaused = false) {
+    Outcome o;
+    o.again = t;
+    o.until_unpaused = until_unpaused;
+    return o;
+  }
+  static Outcome Streamed(std::unique_ptr<Exchange> stream) {
+    Outcome o;
+    o.stream = std::move(stream);
+    return o;
+  }
+
   Status WriteFiles();
-  void Dispatch(const httplib::Request& req, httplib::Response& res);
+  void WakeLoop() {
+    if (loop_) loop_->Wake();
+  }
+  Outcome Dispatch(const httplib::Request& req, Progress& p, httplib::Response& res);
   bool Authenticate(const httplib::Request& req, User& user);
-  void HandleControl(const httplib::Request& req, httplib::Response& res);
+  std::unique_ptr<Exchange> HandleControl(const httplib::Request& req, httplib::Response& res);
   bool TakeFault(const RequestInfo& info, Fault& out);
-  void WaitWhilePaused();
   Reply NonResource(const RequestInfo& info);
   Reply Discovery(const RequestInfo& info);
   Reply Get(const RequestInfo& info);
@@ -188,8 +226,8 @@ class ApiServer {
   Reply DeleteCollection(const RequestInfo& info, const httplib::Request& req);
   Reply StoreUpdateLocked(const RequestInfo& info, Json proposed);
   Reply DeleteLocked(const RequestInfo& info, const Json& options);
-  void Watch(const RequestInfo& info, const httplib::Request& req, httplib::Response& res);
-  void WaitFor(const httplib::Request& req, httplib::Response& res);
+  std::unique_ptr<Exchange> Watch(const RequestInfo& info, const httplib::Request& req, httplib::Response& res);
+  std::unique_ptr<Exchange> WaitFor(const httplib::Request& req, httplib::Response& res);
   void Record(const RequestRecord& r) {
     std::lock_guard<std::mutex> l(log_mu_);
     requests_.push_back(r);
@@ -200,7 +238,7 @@ class ApiServer {
   PvController ctl_;
   Rbac rbac_;
   bool rbac_enabled_ = false;
-  std::unique_ptr<HttpsServer> server_;
+  std::unique_ptr<HttpsLoop> loop_;
   std::thread thread_;
   int port_ = 0;
   std::string ca_pem_;
@@ -210,11 +248,7 @@ class ApiServer {
   std::mutex ctl_mu_;
   std::vector<Fault> faults_;
   std::atomic<int> delay_ms_{0};
-  // Guarded by store_.mu:
-  uint64_t watch_generation_ = 0;
-  bool stopping_ = false;
-  std::atomic<Clock::rep> paused_until_ns_{0};  // set under store_.mu, read without it too
-  Clock::time_point PausedUntil() const { return Clock::time_point(Clock::duration(paused_until_ns_.load())); }
+  WatchControls watch_;  // guarded by store_.mu
   mutable std::mutex log_mu_;
   std::vector<RequestRecord> requests_;
   std::vector<std::pair<RequestRecord, std::string>> denials_;  // with the message
@@ -447,6 +481,44 @@ inline Json ToTable(const ResourceType& t, const JsonArray& items, const Json& l
 
 // ---------------------------------------------------------------------------------------------
 
+// A request being answered: dispatched at once, again when a pause or delay it waits for is
+// over, and then, for a watch or /fake/wait, answered by the stream Dispatch made.
+class ApiServer::Pending final : public Exchange {
+ public:
+  Pending(ApiServer& server, httplib::Request req) : server_(server), req_(std::move(req)) { progress_.rec.t_ns = NowNs(); }
+
+  bool Step(std::string& out, Clock::time_point now, Clock::time_point& wake) override {
+    if (stream_) return stream_->Step(out, now, wake);
+    if (until_unpaused_) again_ = server_.watch_.PausedUntil();
+    if (now < again_) {
+      wake = std::min(wake, again_);
+      return false;
+    }
+    httplib::Response res;
+    Outcome o = server_.Dispatch(req_, progress_, res);
+    if (o.stream) {
+      stream_ = std::move(o.stream);
+      return stream_->Step(out, now, wake);
+    }
+    if (o.again != Clock::time_point()) {
+      again_ = o.again;
+      until_unpaused_ = o.until_unpaused;
+      wake = std::min(wake, again_);
+      return false;
+    }
+    out += ResponseText(res);
+    return true;
+  }
+
+ private:
+  ApiServer& server_;
+  httplib::Request req_;
+  Progress progress_;
+  Clock::time_point again_{};
+  bool until_unpaused_ = false;
+  std::unique_ptr<Exchange> stream_;
+};
+
 inline Status ApiServer::Start() {
   using namespace server_detail;
   if (opts_.dir.empty()) return Status::Invalid("--dir is required");
@@ -477,28 +549,17 @@ inline Status ApiServer::Start() {
       store_.Put("namespaces", obj);
     }
   }
-  server_ = std::make_unique<HttpsServer>(pki->server_cert.get(), pki->server_key.get());
-  if (!server_->is_valid()) return Status::Error("TLS server setup failed");
-  int threads = opts_.threads;
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  server_->set_tcp_nodelay(true);  // a watch event is a small write: no Nagle stalls
-  server_->set_keep_alive_max_count(100000);
-  server_->set_keep_alive_timeout(30);
-  server_->set_read_timeout(30);  // also the wait for a keep-alive connection's next request
-  server_->set_payload_max_length(64 << 20);
-  auto handler = [this](const httplib::Request& req, httplib::Response& res) { Dispatch(req, res); };
-  server_->Get("/.*", handler);
-  server_->Post("/.*", handler);
-  server_->Put("/.*", handler);
-  server_->Patch("/.*", handler);
-  server_->Delete("/.*", handler);
-  port_ = opts_.port == 0 ? server_->bind_to_any_port("127.0.0.1")
-                          : (server_->bind_to_port("127.0.0.1", opts_.port) ? opts_.port : -1);
-  if (port_ <= 0) return Status::Error("cannot bind 127.0.0.1:" + std::to_string(opts_.port));
+  watch_.bookmark_seconds = opts_.bookmark_seconds;
+  auto loop = std::make_unique<HttpsLoop>(
+      [this](httplib::Request req) { return std::unique_ptr<Exchange>(std::make_unique<Pending>(*this, std::move(req))); },
+      HttpsLoop::Options());
+  auto port = loop->Listen(pki->server_cert.get(), pki->server_key.get(), opts_.port);
+  if (!port.ok()) return port.status();
+  port_ = *port;
   s = WriteFiles();
   if (!s.ok()) return s;
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
-  while (!server_->is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  loop_ = std::move(loop);
+  thread_ = std::thread([this] { loop_->Run(); });  // connections wait in the backlog until then
   return Status::Ok();
 }
 
@@ -523,16 +584,14 @@ inline Status ApiServer::WriteFiles() {
 }
 
 inline void ApiServer::Stop() {
-  if (!server_) return;
+  if (!loop_) return;
   {
     Store::Lock l(store_);
-    stopping_ = true;
-    store_.NotifyAll();
+    watch_.stopping = true;
   }
-  server_->Shutdown();
-  server_->stop();
+  loop_->Stop();
   if (thread_.joinable()) thread_.join();
-  server_.reset();
+  loop_.reset();
 }
 
 inline Status ApiServer::RotateToken() {
@@ -561,12 +620,6 @@ inline bool ApiServer::Authenticate(const httplib::Request& req, User& user) {
   return false;
 }
 
-inline void ApiServer::WaitWhilePaused() {
-  if (Clock::now() >= PausedUntil()) return;
-  std::unique_lock<std::mutex> l(store_.mu);
-  while (!stopping_ && Clock::now() < PausedUntil()) store_.changed.wait_until(l, PausedUntil());
-}
-
 inline bool ApiServer::TakeFault(const RequestInfo& info, Fault& out) {
   std::lock_guard<std::mutex> l(ctl_mu_);
   for (auto it = faults_.begin(); it != faults_.end(); ++it) {
@@ -581,20 +634,25 @@ inline bool ApiServer::TakeFault(const RequestInfo& info, Fault& out) {
   return false;
 }
 
-inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& res) {
+// Authenticates, authorises and answers a request, or says when to ask again (a pause, a delay).
+inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progress& p, httplib::Response& res) {
   using namespace server_detail;
-  RequestRecord rec;
-  rec.t_ns = NowNs();
+  RequestRecord& rec = p.rec;
   auto send = [&](int code, std::string_view text) {
     res.status = code;
     res.set_content(text.data(), text.size(), "application/json");
     rec.code = code;
   };
-  auto reply = [&](int code, const Json& body) { send(code, ToText(body)); };
+  auto reply = [&](int code, const Json& body) {
+    send(code, ToText(body));
+    return Outcome();
+  };
   bool control = req.path.rfind("/fake/", 0) == 0;
-  if (!control) {
-    WaitWhilePaused();
-    if (int ms = delay_ms_.load(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  if (!control && !p.waited) {
+    auto now = Clock::now();
+    if (now < watch_.PausedUntil()) return Later(watch_.PausedUntil(), true);
+    p.waited = true;
+    if (int ms = delay_ms_.load(); ms > 0) return Later(now + std::chrono::milliseconds(ms));
   }
   std::string watch = req.get_param_value("watch");
   RequestInfo info = ResolveRequest(req.method, req.path, watch == "true" || watch == "1");
@@ -607,13 +665,13 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
   if (!Authenticate(req, user)) {
     reply(401, StatusBody(401, "Unauthorized", "Unauthorized"));
     if (!control) Record(rec);
-    return;
+    return {};
   }
   rec.user = user.name;
   bool admin = std::find(user.groups.begin(), user.groups.end(), "system:masters") != user.groups.end();
   if (control) {
     if (!admin) return reply(403, StatusBody(403, "Forbidden", "forbidden: only the admin may use /fake/"));
-    return HandleControl(req, res);
+    return Streamed(HandleControl(req, res));
   }
   if (!admin && rbac_enabled_ && !rbac_.Allows(user, info)) {
     std::string msg = Rbac::ForbiddenMessage(user, info);
@@ -626,16 +684,22 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
       std::lock_guard<std::mutex> l(log_mu_);
       denials_.emplace_back(rec, msg);
     }
-    return Record(rec);
+    Record(rec);
+    return {};
   }
-  Fault fault;
-  if (info.is_resource && TakeFault(info, fault)) {
-    if (fault.delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(fault.delay_ms));
+  if (info.is_resource && !p.fault_looked) {
+    p.fault_looked = true;
+    p.faulted = TakeFault(info, p.fault);
+    if (p.faulted && p.fault.delay_ms > 0) return Later(Clock::now() + std::chrono::milliseconds(p.fault.delay_ms));
+  }
+  if (p.faulted) {
+    const Fault& fault = p.fault;
     Details d;
     d.retry_after = fault.retry_after;
     if (fault.retry_after > 0) res.set_header("Retry-After", std::to_string(fault.retry_after));
     reply(fault.code, StatusBody(fault.code, ReasonForCode(fault.code), "injected fault", fault.retry_after > 0 ? &d : nullptr));
-    return Record(rec);
+    Record(rec);
+    return {};
   }
   Reply r;
   if (!info.is_resource) {
@@ -645,9 +709,10 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
   } else if (!info.subresource.empty() && !(info.subresource == "status" && info.type->has_status)) {
     r = {404, StatusBody(404, "NotFound", "the server could not find the requested resource")};
   } else if (info.verb == "watch") {
-    rec.code = 200;
+    auto stream = Watch(info, req, res);
+    rec.code = stream ? 200 : res.status;
     Record(rec);
-    return Watch(info, req, res);
+    return Streamed(std::move(stream));
   } else if (info.verb == "get") {
     r = Get(info);
   } else if (info.verb == "list") {
@@ -675,6 +740,7 @@ inline void ApiServer::Dispatch(const httplib::Request& req, httplib::Response& 
     reply(r.code, r.body());
   }
   Record(rec);
+  return {};
 }
 
 inline ApiServer::Reply ApiServer::NonResource(const RequestInfo& info) {
@@ -1010,157 +1076,53 @@ inline ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, con
   return {200, Json(list)};
 }
 
-// Serves a watch: HTTP 200, chunked, one JSON event per line. From resourceVersion RV it sends
-// every stored change after RV, then live changes, until timeoutSeconds (default 1800), a
-// dropped-watches control, Stop() or a write error. RV "" or "0" starts with ADDED events for
-// the current objects. An RV older than the history gets one ERROR event with a 410 Expired
-// Status (cacher.go newErrWatcher). A watcher that falls behind the whole history is ended.
-inline void ApiServer::Watch(const RequestInfo& info, const httplib::Request& req, httplib::Response& res) {
-  struct State {
-    std::vector<Requirement> labels, fields;
-    bool bookmarks = false;
-    bool table = false;  // Accept asks for meta.k8s.io Tables (kubectl get -w)
-    std::string rv;
-    int timeout = 1800;
-  };
-  auto st = std::make_shared<State>();
-  if (!ParseSelector(req.get_param_value("labelSelector"), st->labels) ||
-      !ParseSelector(req.get_param_value("fieldSelector"), st->fields)) {
+// Starts a watch (WatchStream), or answers 400 in res for a selector the fake cannot parse.
+inline std::unique_ptr<Exchange> ApiServer::Watch(const RequestInfo& info, const httplib::Request& req,
+                                                  httplib::Response& res) {
+  WatchStream::Params p;
+  if (!ParseSelector(req.get_param_value("labelSelector"), p.labels) ||
+      !ParseSelector(req.get_param_value("fieldSelector"), p.fields)) {
     res.status = 400;
     res.set_content(ToText(server_detail::BadRequest("selector syntax not supported by the fake")), "application/json");
-    return;
+    return nullptr;
   }
-  st->bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
-  st->table = req.get_header_value("Accept").find("as=Table") != std::string::npos;
-  st->rv = req.get_param_value("resourceVersion");
-  if (req.has_param("timeoutSeconds")) st->timeout = std::max(1, std::atoi(req.get_param_value("timeoutSeconds").c_str()));
-  const ResourceType* type = info.type;
-  std::string ns = info.ns;
-  res.status = 200;
-  res.set_chunked_content_provider("application/json", [this, st, type, ns](size_t, httplib::DataSink& sink) {
-    const std::string plural = type->plural;
-    auto matches = [&](const std::string& obj_ns, const Json& obj) {
-      return (ns.empty() || obj_ns == ns) && MatchesLabels(obj, st->labels) && MatchesFields(obj, st->fields);
-    };
-    // The event line: shared and pre-serialised, or a one-row Table for kubectl.
-    auto line_of = [&](const std::string& type_name, const Json& obj, const std::string* shared) {
-      if (!st->table && shared != nullptr) return *shared;
-      JsonObject line;
-      line["type"] = Json(type_name);
-      line["object"] = st->table ? server_detail::ToTable(*type, JsonArray{obj}, Json(JsonObject())) : obj;
-      return ToText(Json(line)) + "\n";
-    };
-    auto deadline = Clock::now() + std::chrono::seconds(st->timeout);
-    auto next_bookmark = Clock::now() + std::chrono::seconds(opts_.bookmark_seconds);
-    std::string out;
-    std::unique_lock<std::mutex> l(store_.mu);
-    uint64_t generation = watch_generation_;
-    Bucket& b = store_.bucket(plural);
-    uint64_t cursor = b.NextSeq();
-    if (st->rv.empty() || st->rv == "0") {
-      for (const auto& [key, obj] : b.objects) {
-        if (!matches(Str(*obj, {"metadata", "namespace"}), *obj)) continue;
-        out += line_of("ADDED", *obj, nullptr);
-      }
-    } else {
-      uint64_t from = std::strtoull(st->rv.c_str(), nullptr, 10);
-      if (from < b.floor_rv) {
-        JsonObject line;
-        line["type"] = Json("ERROR");
-        line["object"] = StatusBody(410, "Expired", "too old resource version: " + st->rv + " (" + std::to_string(b.floor_rv) + ")");
-        std::string text = ToText(Json(line)) + "\n";
-        l.unlock();
-        sink.write(text.data(), text.size());
-        sink.done();
-        return true;
-      }
-      cursor = b.SeqAfter(from);
-    }
-    while (true) {
-      if (cursor < b.first_seq) break;  // fell behind the history: the real cacher ends such watchers
-      for (; cursor < b.NextSeq(); ++cursor) {
-        const WatchEvent& e = b.At(cursor);
-        if (matches(e.ns, *e.object)) out += line_of(e.type, *e.object, &e.Line());
-      }
-      auto now = Clock::now();
-      if (st->bookmarks && now >= next_bookmark) {
-        JsonObject obj, meta, line;
-        meta["resourceVersion"] = Json(std::to_string(store_.rv()));
-        obj["kind"] = Json(type->kind);
-        obj["apiVersion"] = Json(type->ApiVersion());
-        obj["metadata"] = Json(meta);
-        line["type"] = Json("BOOKMARK");
-        line["object"] = Json(obj);
-        out += ToText(Json(line)) + "\n";
-        next_bookmark = now + std::chrono::seconds(opts_.bookmark_seconds);
-      }
-      if (!out.empty() && now >= PausedUntil()) {
-        std::string text;
-        text.swap(out);
-        l.unlock();
-        bool ok = sink.write(text.data(), text.size());
-        l.lock();
-        if (!ok) return false;
-        continue;  // events may have arrived meanwhile
-      }
-      if (stopping_ || generation != watch_generation_ || now >= deadline) break;
-      auto wake = std::min(deadline, st->bookmarks ? next_bookmark : deadline);
-      if (now < PausedUntil()) wake = std::min(wake, PausedUntil());
-      b.changed.wait_until(l, wake);  // woken by writes to this resource and by controls
-    }
-    l.unlock();
-    sink.done();
-    return true;
-  });
+  p.type = info.type;
+  p.ns = info.ns;
+  p.bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
+  if (req.get_header_value("Accept").find("as=Table") != std::string::npos) {
+    const ResourceType* type = info.type;
+    p.as_table = [type](const Json& obj) { return server_detail::ToTable(*type, JsonArray{obj}, Json(JsonObject())); };
+  }
+  p.rv = req.get_param_value("resourceVersion");
+  if (req.has_param("timeoutSeconds")) p.timeout_seconds = std::max(1, std::atoi(req.get_param_value("timeoutSeconds").c_str()));
+  return std::make_unique<WatchStream>(store_, watch_, std::move(p));
 }
 
-// GET /fake/wait (see the top of this file): reads the history as a watch would, without
-// serialising or sending anything until the end.
-inline void ApiServer::WaitFor(const httplib::Request& req, httplib::Response& res) {
+// GET /fake/wait (see the top of this file and WaitStream), or its 400 or 410 in res.
+inline std::unique_ptr<Exchange> ApiServer::WaitFor(const httplib::Request& req, httplib::Response& res) {
   using namespace server_detail;
-  const std::string plural = req.get_param_value("resource"), until = req.get_param_value("until");
-  const std::string prefix = req.get_param_value("prefix");
-  std::vector<std::string> path_parts;
+  WaitStream::Params p;
+  p.plural = req.get_param_value("resource");
+  const std::string until = req.get_param_value("until");
+  p.until_deleted = until == "Deleted";
+  p.prefix = req.get_param_value("prefix");
   std::stringstream dotted(req.has_param("prefixPath") ? req.get_param_value("prefixPath") : "metadata.name");
-  for (std::string part; std::getline(dotted, part, '.');) path_parts.push_back(part);
-  long want = std::atol(req.get_param_value("count").c_str());
-  int timeout = req.has_param("timeoutSeconds") ? std::atoi(req.get_param_value("timeoutSeconds").c_str()) : 60;
-  auto answer = [&](int code, const std::string& body) {
+  for (std::string part; std::getline(dotted, part, '.');) p.path.push_back(part);
+  p.want = std::atol(req.get_param_value("count").c_str());
+  p.timeout_seconds = req.has_param("timeoutSeconds") ? std::atoi(req.get_param_value("timeoutSeconds").c_str()) : 60;
+  auto answer = [&](int code, const Json& body) {
     res.status = code;
-    res.set_content(body, "application/json");
+    res.set_content(ToText(body), "application/json");
+    return nullptr;
   };
-  if (FindType("", "v1", plural) == nullptr || (until != "Bound" && until != "Deleted") || want < 1 || timeout < 1)
-    return answer(400, ToText(BadRequest("wait needs resource (a core/v1 plural), until=Bound|Deleted, count >= 1")));
-  auto at_path = [&](const Json& obj) {
-    const Json* cur = &obj;
-    for (const auto& k : path_parts)
-      if ((cur = Member(*cur, k)) == nullptr) return std::string();
-    return cur->is<std::string>() ? cur->get<std::string>() : std::string();
-  };
-  std::set<std::string> seen;
-  int64_t last_ns = 0;
-  auto deadline = Clock::now() + std::chrono::seconds(timeout);
-  std::unique_lock<std::mutex> l(store_.mu);
-  Bucket& b = store_.bucket(plural);
+  if (FindType("", "v1", p.plural) == nullptr || (until != "Bound" && until != "Deleted") || p.want < 1 ||
+      p.timeout_seconds < 1)
+    return answer(400, BadRequest("wait needs resource (a core/v1 plural), until=Bound|Deleted, count >= 1"));
+  Store::Lock l(store_);
+  Bucket& b = store_.bucket(p.plural);
   uint64_t from = std::strtoull(req.get_param_value("resourceVersion").c_str(), nullptr, 10);
-  if (from < b.floor_rv) return answer(410, ToText(StatusBody(410, "Expired", "too old resource version")));
-  uint64_t cursor = b.SeqAfter(from);
-  while (static_cast<long>(seen.size()) < want) {
-    if (cursor < b.first_seq) return answer(410, ToText(StatusBody(410, "Expired", "the wait fell behind the history")));
-    for (; cursor < b.NextSeq(); ++cursor) {
-      const WatchEvent& e = b.At(cursor);
-      bool hit = until == "Deleted" ? e.type == "DELETED" : e.type != "DELETED" && Str(*e.object, {"status", "phase"}) == "Bound";
-      if (hit && at_path(*e.object).rfind(prefix, 0) == 0 && seen.insert(e.name).second) last_ns = e.t_ns;
-    }
-    if (static_cast<long>(seen.size()) >= want || stopping_ || Clock::now() >= deadline) break;
-    // Looks again in 2 ms rather than on every write: the times come from the history, and a
-    // wake-up per write would be the fake's own load during a burst.
-    l.unlock();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    l.lock();
-  }
-  bool reached = static_cast<long>(seen.size()) >= want;
-  answer(reached ? 200 : 504, "{\"count\":" + std::to_string(seen.size()) + ",\"lastNs\":" + std::to_string(last_ns) + "}");
+  if (from < b.floor_rv) return answer(410, StatusBody(410, "Expired", "too old resource version"));
+  return std::make_unique<WaitStream>(store_, watch_, std::move(p), b.SeqAfter(from));
 }
 
 namespace server_detail {
@@ -1189,14 +1151,17 @@ inline std::string ApiServer::DenialsJson() const {
   return out + "]";
 }
 
-inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Response& res) {
+// The test controls under /fake/: answered in res, or by the stream returned (/fake/wait).
+inline std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request& req, httplib::Response& res) {
   auto ok = [&](const Json& body) {
     res.status = 200;
     res.set_content(ToText(body), "application/json");
+    return nullptr;
   };
   auto bad = [&](const std::string& msg) {
     res.status = 400;
     res.set_content(ToText(StatusBody(400, "BadRequest", msg)), "application/json");
+    return nullptr;
   };
   const std::string& p = req.path;
   Json done = StatusBody(0, "", "");
@@ -1227,7 +1192,7 @@ inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Respo
     if (!s.ok()) {
       res.status = 500;
       res.set_content(ToText(StatusBody(500, "InternalError", s.message())), "application/json");
-      return;
+      return nullptr;
     }
     return ok(done);
   }
@@ -1236,10 +1201,11 @@ inline void ApiServer::HandleControl(const httplib::Request& req, httplib::Respo
   if (req.method == "GET" && (p == "/fake/denials" || p == "/fake/requests")) {
     res.status = 200;
     res.set_content(p == "/fake/denials" ? DenialsJson() : RequestsJson(), "application/json");
-    return;
+    return nullptr;
   }
   res.status = 404;
   res.set_content(ToText(StatusBody(404, "NotFound", "no such test control: " + req.method + " " + p)), "application/json");
+  return nullptr;
 }
 
 }  // namespace fake

@@ -1,14 +1,11 @@
 // The fake API server's storage: the resource types it serves, the objects by key, one global
 // resourceVersion counter, and a bounded per-resource history of watch events (the watch cache).
 // Not locked itself: the server holds Store::mu (through Store::Lock) around every call.
-// Watchers wait on their bucket's condition variable: the writes of one request wake only the
-// watchers of the resources written, once, after the lock is released. Control changes
-// (pause, dropped watches, stop) wake everyone through NotifyAll.
+// Nobody waits on it: watches read the history when the server's event loop asks them to.
 #pragma once
 #include <openssl/rand.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <deque>
 #include <map>
 #include <random>
@@ -154,8 +151,6 @@ struct Bucket {
   std::deque<EventPtr> history;         // oldest first
   uint64_t first_seq = 0;               // sequence number of history.front()
   uint64_t floor_rv = 0;                // every event with rv > floor_rv is in history
-  std::condition_variable changed;      // notified after a request wrote to this resource
-  bool dirty = false;                   // written since the lock was taken
   uint64_t NextSeq() const { return first_seq + history.size(); }
   // The sequence number of the first event after resourceVersion rv (callers check floor_rv).
   uint64_t SeqAfter(uint64_t rv) const {
@@ -174,32 +169,15 @@ class Store {
     for (const auto& t : ResourceTypes()) buckets_[t.plural];
   }
 
-  std::mutex mu;                     // guards everything below and all calls
+  std::mutex mu;  // guards everything below and all calls
 
-  // Holds mu; on release, wakes the watchers of each resource written meanwhile. They are
-  // woken after the unlock, so that they do not wake only to wait for the lock.
   class Lock {
    public:
-    explicit Lock(Store& s) : s_(s), l_(s.mu) {}
-    ~Lock() {
-      std::vector<std::condition_variable*> wake;
-      for (auto& [plural, b] : s_.buckets_)
-        if (b.dirty) {
-          b.dirty = false;
-          wake.push_back(&b.changed);
-        }
-      l_.unlock();
-      for (auto* cv : wake) cv->notify_all();
-    }
-    Lock(const Lock&) = delete;
-    Lock& operator=(const Lock&) = delete;
+    explicit Lock(Store& s) : l_(s.mu) {}
 
    private:
-    Store& s_;
-    std::unique_lock<std::mutex> l_;
+    std::lock_guard<std::mutex> l_;
   };
-
-  std::condition_variable changed;   // notified by NotifyAll (control changes)
 
   uint64_t rv() const { return rv_; }
   Bucket& bucket(const std::string& plural) { return buckets_[plural]; }
@@ -216,7 +194,7 @@ class Store {
   }
 
   // Stores obj under its metadata namespace/name with the next resourceVersion, records an
-  // ADDED or MODIFIED event, wakes watchers, and returns the stored object.
+  // ADDED or MODIFIED event, and returns the stored object.
   JsonRef Put(const std::string& plural, Json obj) {
     std::string key = ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"}));
     auto& b = buckets_[plural];
@@ -251,12 +229,6 @@ class Store {
     return Put(plural, std::move(obj));
   }
 
-  // Wakes every waiter: those on `changed` and every bucket's watchers.
-  void NotifyAll() {
-    changed.notify_all();
-    for (auto& [plural, b] : buckets_) b.changed.notify_all();
-  }
-
   // Forgets all history: watches from any earlier resourceVersion then get 410 Expired.
   void Compact() {
     for (auto& [plural, b] : buckets_) {
@@ -264,7 +236,6 @@ class Store {
       b.history.clear();
       b.floor_rv = rv_;
     }
-    NotifyAll();
   }
 
  private:
@@ -283,7 +254,6 @@ class Store {
       ++b.first_seq;
       b.floor_rv = b.history.front()->rv - 1;  // as watch_cache.go: too old below oldest-1
     }
-    b.dirty = true;
   }
 
   size_t history_limit_;
