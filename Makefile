@@ -46,8 +46,9 @@ $(BUILD)/test/%: test/%.cpp $(BUILD)/test/catch_main.o $(HEADERS) $(TEST_HDRS) $
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(TEST_FLAGS) $< $(BUILD)/test/catch_main.o -o $@ $(LIBS)
 
-# The fake API server allocates and frees a JSON tree or two per write, from many threads:
-# with jemalloc (Debian's) it needs 15-20 % less CPU in make bench's bursts than with glibc's.
+# The fake API server allocates and frees a JSON tree or two per write: with jemalloc (Debian's)
+# it needed 15-20 % less CPU in make bench's bursts than with glibc's (measured when it still
+# served each connection on a thread of its own).
 $(FAKE): test/fake_apiserver_main.cpp $(HEADERS) $(TEST_HDRS) $(HTTPLIB)
 	@mkdir -p $(@D)
 	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -O2 $< -o $@ $(LIBS) -ljemalloc

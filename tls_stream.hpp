@@ -1,5 +1,4 @@
-// httplib's stream over a TLS connection, buffered, for the client (tls_client.hpp) and the fake API
-// server's transport (test/fake_https.hpp).
+// httplib's stream over a TLS connection, buffered, for the client (tls_client.hpp).
 //
 // httplib 0.11's own SSLSocketStream reads a response's or request's header lines one byte per
 // SSL_read, calls select() before every read, and select() plus a MSG_PEEK recv() before every
@@ -69,9 +68,6 @@ class TlsStream final : public httplib::Stream {
     held_.clear();
     return ok;
   }
-
-  // Waits for the next message's first bytes: false on a timeout or a closed connection.
-  bool WaitForData() { return is_readable() || Fill(); }
 
   // httplib asks for both addresses on every request: looked up once per stream.
   void get_remote_ip_and_port(std::string& ip, int& port) const override {

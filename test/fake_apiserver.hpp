@@ -171,13 +171,20 @@ class ApiServer {
     JsonRef ref = std::make_shared<const Json>();
     EventPtr written;  // its ObjectText() was filled in under the store's lock
   };
-  // The answer for the object of the last write to `plural`, taken before the controllers
-  // react to that write, which they then do. Callers hold store_.mu.
+  // The answer for the object of the last write to `plural`. Callers hold store_.mu.
   Reply AnswerWrite(int code, const std::string& plural) {
     EventPtr ev = store_.bucket(plural).Last();
     ev->ObjectText();
-    ctl_.Drain();
     return Reply(code, std::move(ev));
+  }
+  // The event loop's background work, after each round's answers went out: the controllers
+  // react to the round's writes (as real ones react to a write after it was answered), and the
+  // events that left the history are freed, outside the lock.
+  void RunControllers() {
+    std::vector<EventPtr> evicted;
+    Store::Lock l(store_);
+    ctl_.Drain();
+    evicted = store_.TakeEvicted();
   }
 
   // How far Dispatch got with one request, kept between its calls.
@@ -509,6 +516,7 @@ class ApiServer::Pending final : public Exchange {
     out += ResponseText(res);
     return true;
   }
+  bool FollowsStore() const override { return stream_ != nullptr; }
 
  private:
   ApiServer& server_;
@@ -552,7 +560,7 @@ inline Status ApiServer::Start() {
   watch_.bookmark_seconds = opts_.bookmark_seconds;
   auto loop = std::make_unique<HttpsLoop>(
       [this](httplib::Request req) { return std::unique_ptr<Exchange>(std::make_unique<Pending>(*this, std::move(req))); },
-      HttpsLoop::Options());
+      [this] { RunControllers(); }, HttpsLoop::Options());
   auto port = loop->Listen(pki->server_cert.get(), pki->server_key.get(), opts_.port);
   if (!port.ok()) return port.status();
   port_ = *port;
@@ -1040,10 +1048,7 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
     return AnswerWrite(200, t.plural);
   }
   store_.Remove(t.plural, key);
-  if (t.return_deleted_object) {
-    return AnswerWrite(200, t.plural);
-  }
-  ctl_.Drain();
+  if (t.return_deleted_object) return AnswerWrite(200, t.plural);
   Details d = DetailsFor(t, info.name);
   d.uid = have_uid;
   return {200, StatusBody(0, "", "", &d)};

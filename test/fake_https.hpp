@@ -12,6 +12,11 @@
 // at once, then after every round in which a request was answered (anything may have changed)
 // and when the time it asked for comes, until it says it is done. The loop never blocks in an
 // Exchange: delays are times to be asked again.
+//
+// A round: read what has arrived, answer it and send the answers (again, while more keeps
+// arriving, up to kRoundsPerFinish times), run the background work (the fake's controllers,
+// which react to a write after it was answered, as real controllers do), and then give the
+// exchanges that follow the store (watches) what all of that wrote, in one write each.
 #pragma once
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -48,10 +53,15 @@ class Exchange {
   // Appends the answer's next bytes to `out`; true when the answer is complete. Otherwise it may
   // lower `wake` to the latest time it must be asked again.
   virtual bool Step(std::string& out, Clock::time_point now, Clock::time_point& wake) = 0;
+  // True for answers that follow the store as it changes (watches): asked only at the end of
+  // a round, after the background work.
+  virtual bool FollowsStore() const { return false; }
 };
 
 // Makes the Exchange that answers a request.
 using Handler = std::function<std::unique_ptr<Exchange>(httplib::Request)>;
+// Work that no answer waits for, done after each round's answers were sent.
+using Background = std::function<void()>;
 
 // The bytes of a complete answer: status line, res's headers, Content-Length and body.
 inline std::string ResponseText(const httplib::Response& res) {
@@ -177,7 +187,8 @@ class HttpsLoop {
     size_t max_unsent = 256u << 20;    // a client that reads slower than this is cut off
   };
 
-  HttpsLoop(Handler handler, Options opts) : handler_(std::move(handler)), opts_(opts) {}
+  HttpsLoop(Handler handler, Background background, Options opts)
+      : handler_(std::move(handler)), background_(std::move(background)), opts_(opts) {}
   ~HttpsLoop() {
     for (auto& [fd, c] : conns_) Close(*c, false);
     if (ctx_ != nullptr) SSL_CTX_free(ctx_);
@@ -224,8 +235,9 @@ class HttpsLoop {
   // stops and ends its answer), what can be sent without waiting is sent, and all is closed.
   void Run() {
     epoll_event events[64];
+    int rounds = 0;  // of reading and answering since the last Finish
     while (!stop_.load()) {
-      int n = epoll_wait(epoll_fd_, events, 64, TimeoutMs());
+      int n = epoll_wait(epoll_fd_, events, 64, rounds > 0 ? 0 : TimeoutMs());
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
         if (fd == wake_fd_) {
@@ -238,9 +250,18 @@ class HttpsLoop {
           OnReady(*it->second, events[i].events);
         }
       }
-      Pump();
+      ServeAll(false);
+      SendAll();
+      // As kube-apiserver's watch flushes only when no event is queued: while requests keep
+      // coming, answer them first, so that a watch gets the events of several requests in one
+      // write (and its client one wake-up).
+      if (n > 0 && ++rounds < kRoundsPerFinish) continue;
+      rounds = 0;
+      Finish();
     }
-    Pump();
+    ServeAll(false);
+    SendAll();
+    Finish();
     while (!conns_.empty()) Close(*conns_.begin()->second, true);
   }
 
@@ -368,23 +389,43 @@ class HttpsLoop {
     if (c.handshaken) Interest(c, EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : uint32_t{EPOLLOUT}));
   }
 
-  // Asks every exchange for its bytes and starts the requests that have arrived, then sends.
-  // Repeats while requests are answered: a write may be news for another connection's watch.
-  void Pump() {
+  // The end of a round: the background work, then every exchange, watches included; again
+  // while that answers requests (pipelined ones): their writes need the background work too.
+  void Finish() {
     bool answered = true;
+    while (answered) {
+      if (background_) background_();
+      answered = ServeAll(true);
+      SendAll();
+    }
+  }
+
+  // Asks the exchanges for their bytes (those that follow the store only with `followers`) and
+  // starts the requests that have arrived. Repeats while requests are answered: a write may be
+  // news for another connection's watch. True if a request was answered.
+  bool ServeAll(bool followers) {
+    bool any = false, answered = true;
     while (answered) {
       answered = false;
       auto now = Clock::now();
-      for (auto it = conns_.begin(); it != conns_.end();) {
-        Conn& c = *it->second;
-        ++it;  // Close erases c
-        answered |= Serve(c, now);
-        if (c.handshaken && !c.out.empty()) Send(c);
-        bool idle_expired = !c.ex && c.in.empty() && now - c.idle_since >= std::chrono::seconds(opts_.idle_seconds);
-        if (c.peer_closed || idle_expired || c.out.size() - c.out_sent > opts_.max_unsent ||
-            (c.close_after && !c.ex && c.out.empty()))
-          Close(c, false);
-      }
+      for (auto& [fd, c] : conns_)
+        if (followers || !c->ex || !c->ex->FollowsStore()) answered |= Serve(*c, now);
+      any |= answered;
+    }
+    return any;
+  }
+
+  // Sends what waits, as far as the sockets take it, and closes what is done.
+  void SendAll() {
+    auto now = Clock::now();
+    for (auto it = conns_.begin(); it != conns_.end();) {
+      Conn& c = *it->second;
+      ++it;  // Close erases c
+      if (c.handshaken && !c.out.empty()) Send(c);
+      bool idle_expired = !c.ex && c.in.empty() && now - c.idle_since >= std::chrono::seconds(opts_.idle_seconds);
+      if (c.peer_closed || idle_expired || c.out.size() - c.out_sent > opts_.max_unsent ||
+          (c.close_after && !c.ex && c.out.empty()))
+        Close(c, false);
     }
   }
 
@@ -432,7 +473,10 @@ class HttpsLoop {
     conns_.erase(c.fd);  // destroys c
   }
 
+  static constexpr int kRoundsPerFinish = 8;  // rounds of answers at most before the background work and watches
+
   Handler handler_;
+  Background background_;
   Options opts_;
   SSL_CTX* ctx_ = nullptr;
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;

@@ -1,4 +1,5 @@
-// The controllers the fake runs in-process after every write: the PersistentVolume controller
+// The controllers the fake runs in-process after each round's answers were sent (as real ones
+// react to a write after it was answered): the PersistentVolume controller
 // (pkg/controller/volume/persistentvolume/pv_controller.go: binding, provisioner annotation,
 // Released, Lost) and the pvc-protection / pv-protection finalizer controllers. They read the
 // store's history like an informer, so every change they make is an ordinary write with its own

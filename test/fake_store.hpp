@@ -229,6 +229,11 @@ class Store {
     return Put(plural, std::move(obj));
   }
 
+  // The events that left the history since the last call. Freeing an event frees its object's
+  // tree when no newer version shares it, and that memory is cold by then: the caller frees
+  // them when no answer waits for it.
+  std::vector<EventPtr> TakeEvicted() { return std::move(evicted_); }
+
   // Forgets all history: watches from any earlier resourceVersion then get 410 Expired.
   void Compact() {
     for (auto& [plural, b] : buckets_) {
@@ -250,6 +255,7 @@ class Store {
     auto& b = buckets_[plural];
     b.history.push_back(std::move(ev));
     while (b.history.size() > history_limit_) {
+      evicted_.push_back(std::move(b.history.front()));
       b.history.pop_front();
       ++b.first_seq;
       b.floor_rv = b.history.front()->rv - 1;  // as watch_cache.go: too old below oldest-1
@@ -257,6 +263,7 @@ class Store {
   }
 
   size_t history_limit_;
+  std::vector<EventPtr> evicted_;  // left the history, not freed yet (TakeEvicted)
   uint64_t rv_ = 0;
   std::map<std::string, Bucket> buckets_;
 };

@@ -47,6 +47,8 @@ class WatchStream final : public Exchange {
   WatchStream(Store& store, const WatchControls& controls, Params p)
       : store_(store), ctl_(controls), p_(std::move(p)), bucket_(store.bucket(p_.type->plural)) {}
 
+  bool FollowsStore() const override { return true; }
+
   bool Step(std::string& out, Clock::time_point now, Clock::time_point& wake) override {
     Store::Lock l(store_);
     if (!started_ && !Start(out, now)) return true;
@@ -158,6 +160,8 @@ class WaitStream final : public Exchange {
   WaitStream(Store& store, const WatchControls& controls, Params p, uint64_t cursor)
       : store_(store), ctl_(controls), p_(std::move(p)), bucket_(store.bucket(p_.plural)), cursor_(cursor),
         deadline_(Clock::now() + std::chrono::seconds(p_.timeout_seconds)) {}
+
+  bool FollowsStore() const override { return true; }
 
   bool Step(std::string& out, Clock::time_point now, Clock::time_point& wake) override {
     if (now < next_look_) {
