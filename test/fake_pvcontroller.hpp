@@ -364,7 +364,7 @@ class PvController {
     o["source"] = Json(src);
     o["reportingComponent"] = Json("persistentvolume-controller");
     o["reportingInstance"] = Json("");
-    s_.Put("events", ev);
+    s_.Put("events", std::move(ev));
   }
 
   Store& s_;

@@ -1,6 +1,7 @@
 // Tests of the fake API server itself: a real server on loopback, reached over verified HTTPS.
 #include <stdlib.h>
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
@@ -905,3 +906,89 @@ TEST_CASE("a write is answered with the object as stored by that write, before t
   for (const auto& e : events) found = found || *fake::Path(e, {"object"}) == deleted.body;
   CHECK(found);
 }
+
+namespace {
+
+// Sends `bytes` over one verified TLS connection, as they are, and returns all the server sent
+// until it closed the connection (a 10 s read timeout ends the wait otherwise).
+std::string RawExchange(const fake::ApiServer& api, const std::string& bytes) {
+  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
+  REQUIRE(SSL_CTX_load_verify_locations(ctx, (api.dir() + "/ca.crt").c_str(), nullptr) == 1);
+  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(api.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  SSL* ssl = SSL_new(ctx);
+  SSL_set_fd(ssl, fd);
+  REQUIRE(SSL_connect(ssl) == 1);
+  REQUIRE(SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size())) == static_cast<int>(bytes.size()));
+  std::string out;
+  char buf[4096];
+  for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  SSL_free(ssl);
+  ::close(fd);
+  SSL_CTX_free(ctx);
+  return out;
+}
+
+TEST_CASE("the transport: pipelined requests, chunked bodies, malformed and oversized requests") {
+  Server s;
+  const std::string auth = "Authorization: Bearer " + s.api.admin_token() + "\r\n";
+  SECTION("two requests in one write are answered in order; Connection: close ends the connection") {
+    std::string out = RawExchange(s.api, "GET /version HTTP/1.1\r\nHost: fake\r\n" + auth + "\r\n" +
+                                             "GET " + kPvs + "/nope HTTP/1.1\r\nHost: fake\r\nConnection: close\r\n" + auth + "\r\n");
+    size_t second = out.find("HTTP/1.1 404 Not Found\r\n");
+    CHECK(out.rfind("HTTP/1.1 200 OK\r\n", 0) == 0);
+    REQUIRE(second != std::string::npos);
+    CHECK(out.find("v1.32.0-fake") < second);
+    CHECK(out.find("persistentvolumes \\\"nope\\\" not found", second) != std::string::npos);
+  }
+  SECTION("a chunked body is read as one with a length") {
+    std::string pv = Pv("chunked"), half1 = pv.substr(0, 40), half2 = pv.substr(40);
+    auto chunk = [](const std::string& data) {
+      char size[16];
+      std::snprintf(size, sizeof size, "%zx", data.size());
+      return std::string(size) + ";ext=1\r\n" + data + "\r\n";
+    };
+    std::string out = RawExchange(s.api, "POST " + kPvs + " HTTP/1.1\r\nHost: fake\r\nConnection: close\r\n" + auth +
+                                             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                                             chunk(half1) + chunk(half2) + "0\r\n\r\n");
+    CHECK(out.rfind("HTTP/1.1 201 Created\r\n", 0) == 0);
+    CHECK(Admin(s.api, "GET", kPvs + "/chunked").code == 200);
+  }
+  SECTION("a request that is not HTTP gets 400, and the connection is closed") {
+    CHECK(RawExchange(s.api, "HELLO\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
+    CHECK(RawExchange(s.api, "GET / HTTP/1.1\r\nno colon here\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
+    CHECK(RawExchange(s.api, "POST " + kPvs + " HTTP/1.1\r\nContent-Length: 12x\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
+  }
+  SECTION("a body over 64 MiB gets 413 before it is sent, and nothing is stored") {
+    std::string out = RawExchange(s.api, "POST " + kPvs + " HTTP/1.1\r\nHost: fake\r\n" + auth + "Content-Length: 67108865\r\n\r\n");
+    CHECK(out.rfind("HTTP/1.1 413 Payload Too Large\r\n", 0) == 0);
+    CHECK(Admin(s.api, "GET", kPvs).body.get<fake::JsonObject>().at("items").get<fake::JsonArray>().empty());
+  }
+}
+
+TEST_CASE("a paused request holds its connection, not the server") {
+  Server s;
+  s.api.Pause(2);
+  std::atomic<bool> held_answered{false};
+  RawReply held;
+  std::thread t([&] {
+    held = Send(s.api, s.api.admin_token(), "GET", kPvs);
+    held_answered = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Reply control = Admin(s.api, "GET", "/fake/requests");  // controls are not paused
+  bool answered_first = !held_answered;
+  t.join();
+  CHECK(control.code == 200);
+  CHECK(answered_first);
+  CHECK(Checked(held).code == 200);
+}
+
+}  // namespace
