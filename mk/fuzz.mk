@@ -34,6 +34,7 @@ TSAN_DIR      := $(BUILD)/tsan
 TSAN_FLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=thread
 TSAN_PROV     := $(TSAN_DIR)/hostpath-provisioner
 TSAN_QUEUE    := $(TSAN_DIR)/test/unit_queue
+TSAN_FAKE_UT  := $(TSAN_DIR)/test/unit_fake_apiserver
 
 .PHONY: clang-deps fuzz sanitize tsan
 
@@ -108,9 +109,15 @@ $(TSAN_QUEUE): test/unit_queue.cpp $(TSAN_DIR)/test/catch_main.o queue.hpp | cla
 	@mkdir -p $(@D)
 	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
 
+# The fake's event loop thread against the tests' threads that pause it, drop its watches and
+# send requests at once.
+$(TSAN_FAKE_UT): test/unit_fake_apiserver.cpp $(TSAN_DIR)/test/catch_main.o $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
+	@mkdir -p $(@D)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+
 $(TSAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
 	@mkdir -p $(@D)
 	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< -o $@ $(LIBS)
 
-tsan: $(TSAN_PROV) $(TSAN_QUEUE) $(E2E_BINS) $(FAKE)
-	PROVISIONER=$(TSAN_PROV) bash test/sanitized_run.sh tsan $(TSAN_DIR) $(TSAN_QUEUE) $(E2E_BINS)
+tsan: $(TSAN_PROV) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS) $(FAKE)
+	PROVISIONER=$(TSAN_PROV) bash test/sanitized_run.sh tsan $(TSAN_DIR) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS)
