@@ -22,6 +22,7 @@
 #include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -234,6 +235,12 @@ class HttpsLoop {
   // Serves until Stop(): then every exchange is asked once more (a watch sees that the server
   // stops and ends its answer), what can be sent without waiting is sent, and all is closed.
   void Run() {
+    // A write to a client that went away fails with EPIPE, and OpenSSL writes with write(),
+    // which also raises SIGPIPE: that stays blocked in this thread instead of ending the process.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     epoll_event events[64];
     int rounds = 0;  // of reading and answering since the last Finish
     while (!stop_.load()) {
