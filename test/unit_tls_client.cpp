@@ -3,6 +3,8 @@
 #include <signal.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "k8s.hpp"
@@ -119,6 +121,33 @@ TEST_CASE("the server's certificate must chain to the configured CA") {
     REQUIRE(r);
     CHECK(r->body == "hello");
   }
+}
+
+TEST_CASE("without a CA in the kubeconfig, the system's CAs are trusted") {
+  Ca ca, other("other-ca");
+  PkeyPtr key(EVP_EC_gen("P-256"));
+  X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1");
+  HelloServer hello(cert.get(), key.get());
+  char dir[] = "/tmp/tls-client-test-XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string bundle = std::string(dir) + "/bundle.pem";
+  auto trust = [&](const std::string& pem) {  // the "system" store: a bundle file and an empty directory
+    std::ofstream(bundle) << pem;
+    setenv("SSL_CERT_FILE", bundle.c_str(), 1);
+    setenv("SSL_CERT_DIR", dir, 1);
+  };
+  trust(other.pem() + ca.pem());
+  auto trusted = ClientOf({"", "", "", true}, "127.0.0.1", hello.server.port());
+  std::ofstream(bundle) << other.pem();  // read when the context was made, not at the handshake
+  auto res = trusted->Get("/version");
+  CHECK(res);
+  trust(other.pem());
+  auto refused = ClientOf({"", "", "", true}, "127.0.0.1", hello.server.port())->Get("/version");
+  CHECK_FALSE(refused);
+  unsetenv("SSL_CERT_FILE");
+  unsetenv("SSL_CERT_DIR");
+  std::remove(bundle.c_str());
+  rmdir(dir);
 }
 
 TEST_CASE("the server's certificate must name the address or host the client dialled") {
