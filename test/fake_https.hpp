@@ -191,7 +191,7 @@ class HttpsLoop {
   HttpsLoop(Handler handler, Background background, Options opts)
       : handler_(std::move(handler)), background_(std::move(background)), opts_(opts) {}
   ~HttpsLoop() {
-    for (auto& [fd, c] : conns_) Close(*c, false);
+    while (!conns_.empty()) Close(*conns_.begin()->second, false);  // Close erases
     if (ctx_ != nullptr) SSL_CTX_free(ctx_);
     for (int fd : {listen_fd_, epoll_fd_, wake_fd_})
       if (fd >= 0) ::close(fd);
@@ -266,8 +266,6 @@ class HttpsLoop {
       rounds = 0;
       Finish();
     }
-    ServeAll(false);
-    SendAll();
     Finish();
     while (!conns_.empty()) Close(*conns_.begin()->second, true);
   }

@@ -909,30 +909,43 @@ TEST_CASE("a write is answered with the object as stored by that write, before t
 
 namespace {
 
-// Sends `bytes` over one verified TLS connection, as they are, and returns all the server sent
-// until it closed the connection (a 10 s read timeout ends the wait otherwise).
-std::string RawExchange(const fake::ApiServer& api, const std::string& bytes) {
+// One verified TLS connection to the server, on which a test writes bytes as they are.
+struct RawConnection {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  REQUIRE(SSL_CTX_load_verify_locations(ctx, (api.dir() + "/ca.crt").c_str(), nullptr) == 1);
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(api.port()));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  SSL* ssl = SSL_new(ctx);
-  SSL_set_fd(ssl, fd);
-  REQUIRE(SSL_connect(ssl) == 1);
-  REQUIRE(SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size())) == static_cast<int>(bytes.size()));
+  SSL* ssl = nullptr;
+
+  explicit RawConnection(const fake::ApiServer& api) {
+    REQUIRE(SSL_CTX_load_verify_locations(ctx, (api.dir() + "/ca.crt").c_str(), nullptr) == 1);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(api.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    timeval tv{10, 0};  // a read waits for 10 s at most
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    REQUIRE(SSL_connect(ssl) == 1);
+  }
+  ~RawConnection() {
+    SSL_free(ssl);
+    ::close(fd);
+    SSL_CTX_free(ctx);
+  }
+  void Write(const std::string& bytes) {
+    REQUIRE(SSL_write(ssl, bytes.data(), static_cast<int>(bytes.size())) == static_cast<int>(bytes.size()));
+  }
+};
+
+// Sends `bytes` as they are and returns all the server sent until it closed the connection.
+std::string RawExchange(const fake::ApiServer& api, const std::string& bytes) {
+  RawConnection c(api);
+  c.Write(bytes);
   std::string out;
   char buf[4096];
-  for (int n; (n = SSL_read(ssl, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  SSL_free(ssl);
-  ::close(fd);
-  SSL_CTX_free(ctx);
+  for (int n; (n = SSL_read(c.ssl, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
   return out;
 }
 
@@ -995,23 +1008,10 @@ TEST_CASE("a client that goes away while its answer is written costs the server 
   Server s;
   for (int i = 0; i < 300; ++i) REQUIRE(Admin(s.api, "POST", kPvs, Pv("pv-" + std::to_string(i))).code == 201);
   for (int round = 0; round < 5; ++round) {  // the list is ~200 KB: written after the client left
-    SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(s.api.port()));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    SSL* ssl = SSL_new(ctx);
-    SSL_set_fd(ssl, fd);
-    REQUIRE(SSL_connect(ssl) == 1);
-    std::string req = "GET " + kPvs + " HTTP/1.1\r\nHost: fake\r\nAuthorization: Bearer " + s.api.admin_token() + "\r\n\r\n";
-    REQUIRE(SSL_write(ssl, req.data(), static_cast<int>(req.size())) == static_cast<int>(req.size()));
+    RawConnection c(s.api);
+    c.Write("GET " + kPvs + " HTTP/1.1\r\nHost: fake\r\nAuthorization: Bearer " + s.api.admin_token() + "\r\n\r\n");
     linger off{1, 0};  // close with a reset: the server's next write fails at once
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
-    SSL_free(ssl);
-    ::close(fd);
-    SSL_CTX_free(ctx);
+    setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
   }
   CHECK(Admin(s.api, "GET", "/version").code == 200);  // this process (the server's) is still alive
 }

@@ -84,6 +84,13 @@ std::unique_ptr<TlsClient> ClientOf(const TlsContext::Options& o, const std::str
   return cli;
 }
 
+// A request through `cli` that must reach the HelloServer.
+void ExpectHello(TlsClient& cli) {
+  auto r = cli.Get("/version");
+  REQUIRE(r);
+  CHECK(r->body == "hello");
+}
+
 // The endpoint of https://127.0.0.1:port that trusts ca_pem.
 std::shared_ptr<ApiEndpoint> EndpointOf(int port, const std::string& ca_pem, const std::string& source) {
   ApiCredentials creds;
@@ -103,10 +110,7 @@ TEST_CASE("the server's certificate must chain to the configured CA") {
   X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1,DNS:localhost");
   HelloServer hello(cert.get(), key.get());
 
-  auto trusted = ClientOf({ca.pem(), "", "", true}, "127.0.0.1", hello.server.port());
-  auto res = trusted->Get("/version");
-  REQUIRE(res);
-  CHECK(res->body == "hello");
+  ExpectHello(*ClientOf({ca.pem(), "", "", true}, "127.0.0.1", hello.server.port()));
 
   auto wrong = ClientOf({other.pem(), "", "", true}, "127.0.0.1", hello.server.port());
   auto refused = wrong->Get("/version");
@@ -116,10 +120,7 @@ TEST_CASE("the server's certificate must chain to the configured CA") {
   CHECK(hello.requests == 1);  // the refused client sent nothing
 
   SECTION("unless verification is off (insecure-skip-tls-verify)") {
-    auto insecure = ClientOf({"", "", "", false}, "127.0.0.1", hello.server.port());
-    auto r = insecure->Get("/version");
-    REQUIRE(r);
-    CHECK(r->body == "hello");
+    ExpectHello(*ClientOf({"", "", "", false}, "127.0.0.1", hello.server.port()));
   }
 }
 
@@ -178,10 +179,7 @@ TEST_CASE("the server's certificate must name the address or host the client dia
   SECTION("a matching DNS entry passes") {
     X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "DNS:localhost");
     HelloServer hello(cert.get(), key.get());
-    auto cli = ClientOf({ca.pem(), "", "", true}, "localhost", hello.server.port());
-    auto r = cli->Get("/version");
-    REQUIRE(r);
-    CHECK(r->body == "hello");
+    ExpectHello(*ClientOf({ca.pem(), "", "", true}, "localhost", hello.server.port()));
   }
 }
 
