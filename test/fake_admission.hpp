@@ -291,7 +291,7 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
     obj.get<JsonObject>()["status"] = Json(status);
     AddFinalizer(obj, kPvcProtectionFinalizer);
     JsonObject& spec = Obj(obj, {"spec"});
-    if (spec.count("storageClassName") == 0 || spec["storageClassName"].is<picojson::null>()) {
+    if (spec.count("storageClassName") == 0 || spec["storageClassName"].is<JsonNull>()) {
       std::string def = DefaultClassName(s);
       if (!def.empty()) spec["storageClassName"] = Json(def);
     }

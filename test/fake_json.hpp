@@ -1,8 +1,7 @@
-// JSON helpers for the fake API server: field access on picojson values, metav1.Status bodies
-// as apimachinery's errors.go builds them, RFC 3339 time, resource quantities, and the three
+// JSON helpers for the fake API server: field access on its JSON values (fake_json_value.hpp),
+// metav1.Status bodies as apimachinery's errors.go builds them, RFC 3339 time, resource quantities, and the three
 // patch formats (RFC 7386 merge patch, RFC 6902 JSON patch, strategic merge patch subset).
 #pragma once
-#include <picojson.h>
 
 #include <algorithm>
 #include <array>
@@ -16,90 +15,24 @@
 #include <vector>
 
 #include "status.hpp"
+#include "test/fake_json_value.hpp"
 
 namespace fake {
-
-using Json = picojson::value;
-using JsonObject = picojson::object;
-using JsonArray = picojson::array;
 
 // Parses text as one JSON value. Errors (Invalid) carry picojson's message.
 inline Result<Json> ParseJson(const std::string& text) {
   Json v;
-  std::string err = picojson::parse(v, text);
+  bool out_of_range = false;
+  JsonParseContext ctx(&v, picojson::DEFAULT_MAX_DEPTHS, &out_of_range);
+  std::string err;
+  picojson::_parse(ctx, text.begin(), text.end(), &err);
+  if (out_of_range) return Status::Invalid("number out of range");
   if (!err.empty()) return Status::Invalid(err);
   return v;
 }
 
-// s as a JSON string literal, escaped as picojson escapes it.
-inline void AppendJsonString(std::string& out, const std::string& s) {
-  // kEscape[c]: 0 = copied as is, else the character after the backslash ('u' = \u00XX).
-  static const auto kEscape = [] {
-    std::array<char, 256> t{};
-    for (int c = 0; c < 0x20; ++c) t[c] = 'u';
-    t[0x7f] = 'u';
-    t['"'] = '"';
-    t['\\'] = '\\';
-    t['/'] = '/';
-    t['\b'] = 'b';
-    t['\f'] = 'f';
-    t['\n'] = 'n';
-    t['\r'] = 'r';
-    t['\t'] = 't';
-    return t;
-  }();
-  out += '"';
-  const char* p = s.data();
-  const size_t n = s.size();
-  size_t run = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const char e = kEscape[static_cast<unsigned char>(p[i])];
-    if (e == 0) continue;
-    out.append(p + run, i - run);
-    run = i + 1;
-    if (e != 'u') {
-      const char pair[2] = {'\\', e};
-      out.append(pair, 2);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", p[i] & 0xff);
-      out += buf;
-    }
-  }
-  out.append(p + run, n - run);
-  out += '"';
-}
-
-// Appends v as JSON text, byte for byte what picojson's serialize() writes, but copying runs
-// of plain characters at once: picojson's serialize pushes one character at a time through an
-// escaping functor, which was a fifth of the fake's instructions in a claim burst.
-inline void AppendJson(std::string& out, const Json& v) {
-  if (v.is<std::string>()) {
-    AppendJsonString(out, v.get<std::string>());
-  } else if (v.is<JsonObject>()) {
-    out += '{';
-    bool first = true;
-    for (const auto& [key, member] : v.get<JsonObject>()) {
-      if (!first) out += ',';
-      first = false;
-      AppendJsonString(out, key);
-      out += ':';
-      AppendJson(out, member);
-    }
-    out += '}';
-  } else if (v.is<JsonArray>()) {
-    out += '[';
-    bool first = true;
-    for (const Json& item : v.get<JsonArray>()) {
-      if (!first) out += ',';
-      first = false;
-      AppendJson(out, item);
-    }
-    out += ']';
-  } else {
-    out += v.serialize();  // null, booleans, numbers
-  }
-}
+// Appends v as JSON text, byte for byte what picojson's serialize() writes.
+inline void AppendJson(std::string& out, const Json& v) { v.Append(out); }
 
 // v as JSON text (see AppendJson).
 inline std::string ToText(const Json& v) {
@@ -109,7 +42,7 @@ inline std::string ToText(const Json& v) {
 }
 
 // The member `key` of object `v`, or null when v is not an object or has no such member.
-inline const Json* Member(const Json& v, const std::string& key) {
+inline const Json* Member(const Json& v, std::string_view key) {
   if (!v.is<JsonObject>()) return nullptr;
   const auto& o = v.get<JsonObject>();
   auto it = o.find(key);
@@ -118,19 +51,20 @@ inline const Json* Member(const Json& v, const std::string& key) {
 
 // Follows a path of members ("metadata", "name"); null when any step is missing.
 inline const Json* Path(const Json& v, std::initializer_list<const char*> keys) {
-  thread_local std::string key;  // the map looks up std::strings: no new one per step
   const Json* cur = &v;
   for (const char* k : keys) {
-    cur = Member(*cur, key.assign(k));
+    cur = Member(*cur, k);
     if (cur == nullptr) return nullptr;
   }
   return cur;
 }
 
-// The string at the path, or "" when missing or not a string.
-inline std::string Str(const Json& v, std::initializer_list<const char*> keys) {
+// The string at the path, or "" when missing or not a string. The reference is v's own: good
+// while v lives unchanged (copy it to keep it longer).
+inline const std::string& Str(const Json& v, std::initializer_list<const char*> keys) {
+  static const std::string kEmpty;
   const Json* p = Path(v, keys);
-  return (p != nullptr && p->is<std::string>()) ? p->get<std::string>() : "";
+  return (p != nullptr && p->is<std::string>()) ? p->get<std::string>() : kEmpty;
 }
 
 // The object at the path in v, created (replacing non-objects) as needed.
@@ -147,11 +81,12 @@ inline JsonObject& Obj(Json& v, std::initializer_list<const char*> keys) {
 
 inline JsonObject& Meta(Json& v) { return Obj(v, {"metadata"}); }
 
-// metadata.annotations[key] or "".
-inline std::string Annotation(const Json& v, const std::string& key) {
+// metadata.annotations[key] or "" (v's own, as Str).
+inline const std::string& Annotation(const Json& v, std::string_view key) {
+  static const std::string kEmpty;
   const Json* a = Path(v, {"metadata", "annotations"});
   const Json* s = a ? Member(*a, key) : nullptr;
-  return (s != nullptr && s->is<std::string>()) ? s->get<std::string>() : "";
+  return (s != nullptr && s->is<std::string>()) ? s->get<std::string>() : kEmpty;
 }
 
 inline std::vector<std::string> StringList(const Json& v, std::initializer_list<const char*> keys) {
@@ -298,7 +233,7 @@ inline Json MergePatch(const Json& target, const Json& patch) {
   Json out = target.is<JsonObject>() ? target : Json(JsonObject());
   auto& o = out.get<JsonObject>();
   for (const auto& [k, v] : patch.get<JsonObject>()) {
-    if (v.is<picojson::null>()) {
+    if (v.is<JsonNull>()) {
       o.erase(k);
     } else {
       auto it = o.find(k);

@@ -111,6 +111,7 @@ class PvController {
       if (!name.empty()) SyncClaim(ObjectKey(ns, name));
     } else if (plural == "persistentvolumeclaims") {
       if (ev.type != "DELETED") return SyncClaim(ObjectKey(ev.ns, ev.name));
+      ForgetEmitted(Str(*ev.object, {"metadata", "uid"}));
       auto it = by_claim_.find(ObjectKey(ev.ns, ev.name));
       if (it == by_claim_.end()) return;
       std::set<std::string> names = it->second;  // SyncVolume's writes may change the index
@@ -135,7 +136,7 @@ class PvController {
     const Json* ref = Path(pv, {"spec", "claimRef"});
     return ref != nullptr && ref->is<JsonObject>();
   }
-  static std::string Phase(const Json& o) { return Str(o, {"status", "phase"}); }
+  static const std::string& Phase(const Json& o) { return Str(o, {"status", "phase"}); }
 
   void SetVolumePhase(Json pv, const std::string& phase) {
     JsonObject& st = Obj(pv, {"status"});
@@ -330,6 +331,13 @@ class PvController {
     }
   }
 
+  // Forgets which events were recorded about a claim that is gone (uids are never reused).
+  void ForgetEmitted(const std::string& uid) {
+    const std::string prefix = uid + "/";
+    auto it = emitted_.lower_bound(prefix);
+    while (it != emitted_.end() && it->compare(0, prefix.size(), prefix) == 0) it = emitted_.erase(it);
+  }
+
   // Records an Event about the claim from the PV controller, once per claim and reason.
   void EmitOnce(const Json& claim, const std::string& type, const std::string& reason, const std::string& message) {
     std::string uid = Str(claim, {"metadata", "uid"});
@@ -369,7 +377,7 @@ class PvController {
 
   Store& s_;
   Watched watched_[3] = {{"storageclasses"}, {"persistentvolumeclaims"}, {"persistentvolumes"}};
-  std::set<std::string> emitted_;
+  std::set<std::string> emitted_;  // uid/reason of the events recorded, while the claim exists
   std::vector<std::string> pending;  // scratch
   std::set<std::string> unbound_;                         // volumes without claimRef
   std::map<std::string, std::set<std::string>> by_claim_;  // claim key -> volumes whose claimRef names it

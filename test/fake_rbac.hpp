@@ -30,8 +30,8 @@ class Rbac {
   Status AddText(const std::string& text, const std::string& origin) {
     auto docs = ParseYamlDocuments(text);
     if (!docs.ok()) return docs.status().Wrap(origin);
-    for (const Json& doc : *docs) {
-      Status s = AddObject(doc);
+    for (const picojson::value& doc : *docs) {
+      Status s = AddObject(*ParseJson(doc.serialize()));  // from the provisioner's YAML reader's values
       if (!s.ok()) return s.Wrap(origin);
     }
     return Status::Ok();

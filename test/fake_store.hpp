@@ -127,7 +127,7 @@ struct WatchEvent {
   const std::string& Line() const {
     if (line_.empty()) {
       line_ = kObjectStart;
-      AppendJson(line_, *object);
+      object->AppendStored(line_);
       object_end_ = line_.size();
       line_ += ",\"type\":\"" + type + "\"}\n";
     }

@@ -804,38 +804,98 @@ TEST_CASE("status is written only through /status; PUT of a missing lease create
   CHECK(Admin(s.api, "PUT", kPvs + "/absent", Pv("absent")).code == 404);  // PVs are not created by PUT
 }
 
-TEST_CASE("fake JSON text: ToText writes what picojson's serialize writes", "[fake]") {
+TEST_CASE("fake JSON text: parsed and written as picojson parses and writes it", "[fake]") {
   std::mt19937 rng(12345);
   auto random_string = [&](size_t max) {
     std::string s(rng() % (max + 1), ' ');
     for (char& c : s) c = static_cast<char>(rng() % 4 == 0 ? rng() % 256 : "ab/\\\"\n\t\x01\x7f z"[rng() % 12]);
     return s;
   };
-  std::function<Json(int)> random_value = [&](int depth) -> Json {
+  // Random picojson values: picojson's own text is what the fake must read and write back.
+  std::function<picojson::value(int)> random_value = [&](int depth) -> picojson::value {
     switch (depth > 3 ? rng() % 4 : rng() % 6) {
-      case 0: return Json();
-      case 1: return Json(rng() % 2 == 0);
-      case 2: return Json(static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / (rng() % 3 + 1));
-      case 3: return Json(random_string(40));
+      case 0: return picojson::value();
+      case 1: return picojson::value(rng() % 2 == 0);
+      case 2: {
+        double n = static_cast<double>(static_cast<int>(rng() % 2001) - 1000) / (rng() % 3 + 1);
+        return picojson::value(rng() % 5 == 0 ? n * 1e300 : n);
+      }
+      case 3: return picojson::value(random_string(40));
       case 4: {
-        fake::JsonArray a;
+        picojson::array a;
         for (size_t i = rng() % 4; i > 0; --i) a.push_back(random_value(depth + 1));
-        return Json(a);
+        return picojson::value(a);
       }
       default: {
-        fake::JsonObject o;
+        picojson::object o;
         for (size_t i = rng() % 4; i > 0; --i) o[random_string(8)] = random_value(depth + 1);
-        return Json(o);
+        return picojson::value(o);
       }
     }
   };
   for (int i = 0; i < 2000; ++i) {
-    Json v = random_value(0);
-    REQUIRE(fake::ToText(v) == v.serialize());
+    std::string text = random_value(0).serialize();
+    auto parsed = fake::ParseJson(text);
+    REQUIRE(parsed.ok());
+    REQUIRE(fake::ToText(*parsed) == text);
   }
   std::string every_byte;
   for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
-  CHECK(fake::ToText(Json(every_byte)) == Json(every_byte).serialize());
+  CHECK(fake::ToText(Json(every_byte)) == picojson::value(every_byte).serialize());
+
+  // Errors carry picojson's message; a number out of range is an error, not an exception.
+  auto bad = fake::ParseJson(R"({"a": [1, 2,})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "syntax error at line 1 near: }");
+  auto huge = fake::ParseJson(R"({"a": 1e999})");
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.status().message() == "number out of range");
+}
+
+TEST_CASE("fake JSON values: a copy is not changed by changes to the original, nor the other way", "[fake]") {
+  Json original = *fake::ParseJson(R"({"metadata":{"name":"a","labels":{"x":"1"}},"spec":{"list":[1,2]}})");
+  Json copy = original;
+  fake::Obj(copy, {"metadata", "labels"})["x"] = Json("2");
+  copy.get<fake::JsonObject>()["spec"].get<fake::JsonObject>()["list"].get<fake::JsonArray>().push_back(Json(3.0));
+  fake::Meta(copy)["name"].get<std::string>() += "b";
+  CHECK(fake::ToText(original) == R"({"metadata":{"labels":{"x":"1"},"name":"a"},"spec":{"list":[1,2]}})");
+  CHECK(fake::ToText(copy) == R"({"metadata":{"labels":{"x":"2"},"name":"ab"},"spec":{"list":[1,2,3]}})");
+
+  Json again = copy;
+  fake::Meta(original)["name"] = Json("z");
+  fake::Meta(copy).erase("labels");
+  CHECK(fake::ToText(original) == R"({"metadata":{"labels":{"x":"1"},"name":"z"},"spec":{"list":[1,2]}})");
+  CHECK(fake::ToText(again) == R"({"metadata":{"labels":{"x":"2"},"name":"ab"},"spec":{"list":[1,2,3]}})");
+  CHECK(fake::ToText(copy) == R"({"metadata":{"name":"ab"},"spec":{"list":[1,2,3]}})");
+
+  // What a write did not change is shared with the version before it, not copied.
+  Json status_only = again;
+  fake::Obj(status_only, {"status"})["phase"] = Json("Bound");
+  CHECK(status_only.get("spec").SharesWith(again.get("spec")));
+  CHECK(status_only.get("metadata").SharesWith(again.get("metadata")));
+  CHECK_FALSE(status_only.SharesWith(again));
+  CHECK(status_only != again);
+  fake::Obj(status_only, {}).erase("status");
+  CHECK(status_only == again);
+
+  // A stored object keeps its members' text; a version that changed one writes the new text,
+  // whether the change copied the member or changed the object's only copy in place.
+  Json stored = *fake::ParseJson(R"({"metadata":{"labels":{"x":"1"},"name":"a"},"spec":{"c":{"d":[1]},"list":[1,2]}})");
+  std::string text;
+  stored.AppendStored(text);
+  CHECK(text == fake::ToText(stored));
+  Json next = stored;
+  fake::Obj(next, {"spec", "c"})["d"] = Json("new");
+  fake::Obj(next, {"metadata", "labels"})["x"] = Json("2");
+  text.clear();
+  next.AppendStored(text);
+  CHECK(text == R"({"metadata":{"labels":{"x":"2"},"name":"a"},"spec":{"c":{"d":"new"},"list":[1,2]}})");
+  stored = Json();  // next is now the only copy of what it shares
+  fake::Obj(next, {"spec"})["list"].get<fake::JsonArray>().push_back(Json(3.0));
+  fake::Obj(next, {"spec", "c"}).erase("d");
+  text.clear();
+  next.AppendStored(text);
+  CHECK(text == R"({"metadata":{"labels":{"x":"2"},"name":"a"},"spec":{"c":{},"list":[1,2,3]}})");
 }
 
 TEST_CASE("wait: claims that become Bound and PVs that go are counted in the fake, without a watch") {
