@@ -50,7 +50,7 @@ clang-deps:
 	fi
 
 # --- fuzzing -----------------------------------------------------------------------------
-$(FUZZ_DIR)/fuzz_%: test/fuzz_%.cpp $(HEADERS) $(HTTPLIB) | clang-deps
+$(FUZZ_DIR)/fuzz_%: test/fuzz_%.cpp $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
 	@mkdir -p $(@D)
 	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(FUZZ_FLAGS) $< -o $@ $(LIBS)
 

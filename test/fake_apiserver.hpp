@@ -402,7 +402,7 @@ inline std::string Age(const Json& obj) {
   return std::to_string(s / 86400) + "d";
 }
 
-inline std::string ShortModes(const Json& obj, std::initializer_list<const char*> path) {
+inline std::string ShortModes(const Json& obj, std::initializer_list<std::string_view> path) {
   static const std::map<std::string, std::string> kShort = {
       {"ReadWriteOnce", "RWO"}, {"ReadOnlyMany", "ROX"}, {"ReadWriteMany", "RWX"}, {"ReadWriteOncePod", "RWOP"}};
   std::string out;

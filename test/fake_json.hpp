@@ -1,6 +1,7 @@
-// JSON helpers for the fake API server: field access on its JSON values (fake_json_value.hpp),
-// metav1.Status bodies as apimachinery's errors.go builds them, RFC 3339 time, resource quantities, and the three
-// patch formats (RFC 7386 merge patch, RFC 6902 JSON patch, strategic merge patch subset).
+// JSON helpers for the fake API server: field access on its JSON values (fake_json_value.hpp,
+// read by fake_json_parse.hpp), metav1.Status bodies as apimachinery's errors.go builds them,
+// RFC 3339 time, resource quantities, and the three patch formats (RFC 7386 merge patch,
+// RFC 6902 JSON patch, strategic merge patch subset).
 #pragma once
 
 #include <algorithm>
@@ -15,21 +16,10 @@
 #include <vector>
 
 #include "status.hpp"
+#include "test/fake_json_parse.hpp"
 #include "test/fake_json_value.hpp"
 
 namespace fake {
-
-// Parses text as one JSON value. Errors (Invalid) carry picojson's message.
-inline Result<Json> ParseJson(const std::string& text) {
-  Json v;
-  bool out_of_range = false;
-  JsonParseContext ctx(&v, picojson::DEFAULT_MAX_DEPTHS, &out_of_range);
-  std::string err;
-  picojson::_parse(ctx, text.begin(), text.end(), &err);
-  if (out_of_range) return Status::Invalid("number out of range");
-  if (!err.empty()) return Status::Invalid(err);
-  return v;
-}
 
 // Appends v as JSON text, byte for byte what picojson's serialize() writes.
 inline void AppendJson(std::string& out, const Json& v) { v.Append(out); }
@@ -50,9 +40,9 @@ inline const Json* Member(const Json& v, std::string_view key) {
 }
 
 // Follows a path of members ("metadata", "name"); null when any step is missing.
-inline const Json* Path(const Json& v, std::initializer_list<const char*> keys) {
+inline const Json* Path(const Json& v, std::initializer_list<std::string_view> keys) {
   const Json* cur = &v;
-  for (const char* k : keys) {
+  for (std::string_view k : keys) {
     cur = Member(*cur, k);
     if (cur == nullptr) return nullptr;
   }
@@ -61,18 +51,20 @@ inline const Json* Path(const Json& v, std::initializer_list<const char*> keys) 
 
 // The string at the path, or "" when missing or not a string. The reference is v's own: good
 // while v lives unchanged (copy it to keep it longer).
-inline const std::string& Str(const Json& v, std::initializer_list<const char*> keys) {
+inline const std::string& Str(const Json& v, std::initializer_list<std::string_view> keys) {
   static const std::string kEmpty;
   const Json* p = Path(v, keys);
   return (p != nullptr && p->is<std::string>()) ? p->get<std::string>() : kEmpty;
 }
 
 // The object at the path in v, created (replacing non-objects) as needed.
-inline JsonObject& Obj(Json& v, std::initializer_list<const char*> keys) {
+inline JsonObject& Obj(Json& v, std::initializer_list<std::string_view> keys) {
   Json* cur = &v;
   if (!cur->is<JsonObject>()) *cur = Json(JsonObject());
-  for (const char* k : keys) {
-    Json& next = cur->get<JsonObject>()[k];
+  for (std::string_view k : keys) {
+    JsonObject& o = cur->get<JsonObject>();
+    auto it = o.find(k);
+    Json& next = it != o.end() ? it->second : o[std::string(k)];
     if (!next.is<JsonObject>()) next = Json(JsonObject());
     cur = &next;
   }
@@ -89,7 +81,7 @@ inline const std::string& Annotation(const Json& v, std::string_view key) {
   return (s != nullptr && s->is<std::string>()) ? s->get<std::string>() : kEmpty;
 }
 
-inline std::vector<std::string> StringList(const Json& v, std::initializer_list<const char*> keys) {
+inline std::vector<std::string> StringList(const Json& v, std::initializer_list<std::string_view> keys) {
   std::vector<std::string> out;
   const Json* p = Path(v, keys);
   if (p == nullptr || !p->is<JsonArray>()) return out;

@@ -11,16 +11,12 @@
 // A stored object's members keep their JSON text once written (AppendStored), so the next
 // version's text copies what that version did not change (a watch event is written for each
 // version: writing JSON was a third of the fake's instructions; callgrind).
-//
-// Parsing is picojson's own parser, with a context that builds these values.
 #pragma once
-#include <picojson.h>
-
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdio>
 #include <functional>
-#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -32,7 +28,7 @@ namespace fake {
 
 class Json;
 struct JsonNull {};
-using JsonObject = std::map<std::string, Json, std::less<>>;  // sorted, as picojson's (and ToText's) output
+class JsonObject;
 using JsonArray = std::vector<Json>;
 
 namespace json_detail {
@@ -56,7 +52,7 @@ class Json {
   explicit Json(const char* s) : v_(std::make_shared<std::string>(s)) {}
   explicit Json(std::string s) : v_(std::make_shared<std::string>(std::move(s))) {}
   explicit Json(JsonArray a) : v_(std::make_shared<json_detail::Box<JsonArray>>(std::move(a))) {}
-  explicit Json(JsonObject o) : v_(std::make_shared<json_detail::Box<JsonObject>>(std::move(o))) {}
+  explicit Json(JsonObject o);
   template <typename T>
   Json(const T*) = delete;  // no pointer to bool
 
@@ -94,12 +90,7 @@ class Json {
   }
 
   // The member `key` of an object, or null when it has none (picojson's value::get(key)).
-  const Json& get(std::string_view key) const {
-    static const Json kNull;
-    const JsonObject& o = get<JsonObject>();
-    auto it = o.find(key);
-    return it == o.end() ? kNull : it->second;
-  }
+  const Json& get(std::string_view key) const;
 
   // JSON text, as picojson's serialize() writes it.
   std::string serialize() const {
@@ -114,27 +105,9 @@ class Json {
   void AppendStored(std::string& out) const { Write(out, 0); }
 
   // Whether both hold the same node (so they are equal without looking further).
-  bool SharesWith(const Json& o) const {
-    if (v_.index() != o.v_.index()) return false;
-    return std::visit(
-        [&](const auto& p) {
-          using P = std::decay_t<decltype(p)>;
-          if constexpr (std::is_same_v<P, JsonNull> || std::is_same_v<P, bool> || std::is_same_v<P, double>) return false;
-          else return p == std::get<P>(o.v_);
-        },
-        v_);
-  }
+  bool SharesWith(const Json& o) const;
 
-  friend bool operator==(const Json& a, const Json& b) {
-    if (a.v_.index() != b.v_.index()) return false;
-    if (a.SharesWith(b)) return true;
-    if (a.is<JsonNull>()) return true;
-    if (a.is<bool>()) return a.get<bool>() == b.get<bool>();
-    if (a.is<double>()) return a.get<double>() == b.get<double>();
-    if (a.is<std::string>()) return a.get<std::string>() == b.get<std::string>();
-    if (a.is<JsonArray>()) return a.get<JsonArray>() == b.get<JsonArray>();
-    return a.get<JsonObject>() == b.get<JsonObject>();
-  }
+  friend bool operator==(const Json& a, const Json& b);
   friend bool operator!=(const Json& a, const Json& b) { return !(a == b); }
 
  private:
@@ -152,70 +125,90 @@ class Json {
   std::variant<JsonNull, bool, double, Ptr<std::string>, Ptr<JsonArray>, Ptr<JsonObject>> v_;
 };
 
-// Builds a Json from picojson's parser (its parse-context interface).
-class JsonParseContext {
+// An object's members, sorted by name as picojson's std::map (and so its text), with the part
+// of std::map's interface the fake uses. Kept in one array: objects have a few members, and
+// finding one by its length and bytes, copying and freeing an object are cheaper than in a
+// tree of nodes. Unlike std::map's, references to members do not survive adding a member.
+class JsonObject {
  public:
-  JsonParseContext(Json* out, size_t depths, bool* out_of_range) : out_(out), depths_(depths), out_of_range_(out_of_range) {}
-  bool set_null() {
-    *out_ = Json();
-    return true;
-  }
-  bool set_bool(bool b) {
-    *out_ = Json(b);
-    return true;
-  }
-  bool set_number(double f) {  // picojson ignores the answer: the flag makes it an error
-    if (!std::isfinite(f)) {
-      *out_of_range_ = true;
-      return false;
-    }
-    *out_ = Json(f);
-    return true;
-  }
-  template <typename Iter>
-  bool parse_string(picojson::input<Iter>& in) {
-    std::string s;
-    if (!picojson::_parse_string(s, in)) return false;
-    *out_ = Json(std::move(s));
-    return true;
-  }
-  bool parse_array_start() {
-    if (depths_ == 0) return false;
-    --depths_;
-    *out_ = Json(JsonArray());
-    return true;
-  }
-  template <typename Iter>
-  bool parse_array_item(picojson::input<Iter>& in, size_t) {
-    JsonArray& a = out_->get<JsonArray>();
-    a.emplace_back();
-    JsonParseContext item(&a.back(), depths_, out_of_range_);
-    return picojson::_parse(item, in);
-  }
-  bool parse_array_stop(size_t) {
-    ++depths_;
-    return true;
-  }
-  bool parse_object_start() {
-    if (depths_ == 0) return false;
-    *out_ = Json(JsonObject());
-    return true;
-  }
-  template <typename Iter>
-  bool parse_object_item(picojson::input<Iter>& in, const std::string& key) {
-    JsonParseContext member(&out_->get<JsonObject>()[key], depths_, out_of_range_);
-    return picojson::_parse(member, in);
-  }
-  bool parse_object_stop() {
-    ++depths_;
-    return true;
+  using value_type = std::pair<std::string, Json>;
+  using iterator = std::vector<value_type>::iterator;
+  using const_iterator = std::vector<value_type>::const_iterator;
+
+  iterator begin() { return items_.begin(); }
+  iterator end() { return items_.end(); }
+  const_iterator begin() const { return items_.begin(); }
+  const_iterator end() const { return items_.end(); }
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+
+  iterator find(std::string_view key) { return begin() + (Find(key) - items_.data()); }
+  const_iterator find(std::string_view key) const { return begin() + (Find(key) - items_.data()); }
+  size_t count(std::string_view key) const { return find(key) == end() ? 0 : 1; }
+  const Json& at(std::string_view key) const {
+    auto it = find(key);
+    if (it == end()) throw std::out_of_range("fake::JsonObject::at: no member " + std::string(key));
+    return it->second;
   }
 
+  Json& operator[](std::string_view key) {
+    auto it = LowerBound(key);
+    if (it == end() || it->first != key) it = items_.emplace(it, std::string(key), Json());
+    return it->second;
+  }
+  iterator erase(const_iterator it) { return items_.erase(it); }
+  size_t erase(std::string_view key) {
+    auto it = find(key);
+    if (it == end()) return 0;
+    items_.erase(it);
+    return 1;
+  }
+
+  friend bool operator==(const JsonObject& a, const JsonObject& b) { return a.items_ == b.items_; }
+
  private:
-  Json* out_;
-  size_t depths_;
-  bool* out_of_range_;
+  // The member named key, or the end: by length first, then bytes.
+  const value_type* Find(std::string_view key) const {
+    const value_type* p = items_.data();
+    const value_type* e = p + items_.size();
+    for (; p != e; ++p)
+      if (p->first.size() == key.size() && std::char_traits<char>::compare(p->first.data(), key.data(), key.size()) == 0) break;
+    return p;
+  }
+  iterator LowerBound(std::string_view key) {
+    return std::lower_bound(begin(), end(), key, [](const value_type& m, std::string_view k) { return m.first < k; });
+  }
+
+  std::vector<value_type> items_;  // sorted by name
 };
+
+inline Json::Json(JsonObject o) : v_(std::make_shared<json_detail::Box<JsonObject>>(std::move(o))) {}
+
+inline const Json& Json::get(std::string_view key) const {
+  static const Json kNull;
+  const JsonObject& o = get<JsonObject>();
+  auto it = o.find(key);
+  return it == o.end() ? kNull : it->second;
+}
+
+inline bool Json::SharesWith(const Json& o) const {
+  if (v_.index() != o.v_.index()) return false;
+  if (is<std::string>()) return std::get<Ptr<std::string>>(v_) == std::get<Ptr<std::string>>(o.v_);
+  if (is<JsonArray>()) return std::get<Ptr<JsonArray>>(v_) == std::get<Ptr<JsonArray>>(o.v_);
+  if (is<JsonObject>()) return std::get<Ptr<JsonObject>>(v_) == std::get<Ptr<JsonObject>>(o.v_);
+  return false;  // null, booleans and numbers are not shared
+}
+
+inline bool operator==(const Json& a, const Json& b) {
+  if (a.v_.index() != b.v_.index()) return false;
+  if (a.SharesWith(b)) return true;
+  if (a.is<JsonNull>()) return true;
+  if (a.is<bool>()) return a.get<bool>() == b.get<bool>();
+  if (a.is<double>()) return a.get<double>() == b.get<double>();
+  if (a.is<std::string>()) return a.get<std::string>() == b.get<std::string>();
+  if (a.is<JsonArray>()) return a.get<JsonArray>() == b.get<JsonArray>();
+  return a.get<JsonObject>() == b.get<JsonObject>();
+}
 
 // s as a JSON string literal, escaped as picojson escapes it.
 inline void AppendJsonString(std::string& out, std::string_view s) {

@@ -70,20 +70,25 @@ class PvController {
   // Keeps the volume indexes (unbound volumes; volumes by claimRef) in step with the store,
   // so that matching and release cost O(candidates), not O(all volumes).
   void Reindex(const std::string& pv_name) {
-    if (auto it = claim_of_.find(pv_name); it != claim_of_.end()) {
-      by_claim_[it->second].erase(pv_name);
-      if (by_claim_[it->second].empty()) by_claim_.erase(it->second);
+    const Json* pv = s_.Get("persistentvolumes", pv_name);
+    const bool bound = pv != nullptr && HasClaimRef(*pv);
+    std::string key = bound ? ObjectKey(Str(*pv, {"spec", "claimRef", "namespace"}), Str(*pv, {"spec", "claimRef", "name"})) : "";
+    auto it = claim_of_.find(pv_name);
+    if (bound && it != claim_of_.end() && it->second == key) return;  // as it was
+    if (it != claim_of_.end()) {
+      auto names = by_claim_.find(it->second);
+      names->second.erase(pv_name);
+      if (names->second.empty()) by_claim_.erase(names);
       claim_of_.erase(it);
     }
-    unbound_.erase(pv_name);
-    const Json* pv = s_.Get("persistentvolumes", pv_name);
-    if (pv == nullptr) return;
-    if (HasClaimRef(*pv)) {
-      std::string key = ObjectKey(Str(*pv, {"spec", "claimRef", "namespace"}), Str(*pv, {"spec", "claimRef", "name"}));
+    if (bound) {
+      unbound_.erase(pv_name);
       by_claim_[key].insert(pv_name);
-      claim_of_[pv_name] = key;
-    } else {
+      claim_of_.emplace(pv_name, std::move(key));
+    } else if (pv != nullptr) {
       unbound_.insert(pv_name);
+    } else {
+      unbound_.erase(pv_name);
     }
   }
 

@@ -843,13 +843,42 @@ TEST_CASE("fake JSON text: parsed and written as picojson parses and writes it",
   for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
   CHECK(fake::ToText(Json(every_byte)) == picojson::value(every_byte).serialize());
 
+  // Texts picojson reads (escapes, surrogate pairs, spaces, repeated keys) read to the same
+  // value; texts it refuses are refused.
+  for (const char* text : {R"( {"a" : [ true , false , null , -0.5e+2 , "\u00e9\ud83d\ude00\/\b\f\n\r\t" ] } )",
+                           R"({"k":1,"k":2})", R"("\u0000")", R"([[[]],{}])", "\n\t[1]\r\n"}) {
+    INFO(text);
+    picojson::value expected;
+    REQUIRE(picojson::parse(expected, text).empty());
+    auto parsed = fake::ParseJson(text);
+    REQUIRE(parsed.ok());
+    CHECK(fake::ToText(*parsed) == expected.serialize());
+  }
+  for (const char* text : {"", "{", "[1,]", "{\"a\"}", "{a:1}", "\"tab\there\"", "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"",
+                           "\"\\u12g4\"", "nul", "tru", "+1", ".5", "1.2.3", "--1", "\"open"}) {
+    INFO(text);
+    picojson::value v;
+    std::string expected = picojson::parse(v, text);
+    CHECK_FALSE(expected.empty());
+    auto parsed = fake::ParseJson(text);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.status().message() == expected);
+  }
+  CHECK_FALSE(fake::ParseJson(R"({"a":1} x)").ok());  // picojson stops after the value; the real server does not
+  CHECK(fake::ParseJson(std::string(100, '[') + std::string(100, ']')).ok());
+  CHECK(fake::ParseJson(std::string(101, '[') + std::string(101, ']')).status().message() == "nesting deeper than 100");
+  std::string deep;
+  for (int i = 0; i < 101; ++i) deep += "{\"a\":";
+  CHECK(fake::ParseJson(deep + "1" + std::string(101, '}')).status().message() == "nesting deeper than 100");
+  CHECK(fake::ParseJson("{\n\"a\": x}").status().message() == "syntax error at line 2 near: x}");
+
   // Errors carry picojson's message; a number out of range is an error, not an exception.
   auto bad = fake::ParseJson(R"({"a": [1, 2,})");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message() == "syntax error at line 1 near: }");
   auto huge = fake::ParseJson(R"({"a": 1e999})");
   REQUIRE_FALSE(huge.ok());
-  CHECK(huge.status().message() == "number out of range");
+  CHECK(huge.status().message() == "number out of range: 1e999");
 }
 
 TEST_CASE("fake JSON values: a copy is not changed by changes to the original, nor the other way", "[fake]") {
