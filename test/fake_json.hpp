@@ -25,11 +25,7 @@ namespace fake {
 inline void AppendJson(std::string& out, const Json& v) { v.Append(out); }
 
 // v as JSON text (see AppendJson).
-inline std::string ToText(const Json& v) {
-  std::string out;
-  AppendJson(out, v);
-  return out;
-}
+inline std::string ToText(const Json& v) { return v.serialize(); }
 
 // The member `key` of object `v`, or null when v is not an object or has no such member.
 inline const Json* Member(const Json& v, std::string_view key) {
@@ -62,9 +58,7 @@ inline JsonObject& Obj(Json& v, std::initializer_list<std::string_view> keys) {
   Json* cur = &v;
   if (!cur->is<JsonObject>()) *cur = Json(JsonObject());
   for (std::string_view k : keys) {
-    JsonObject& o = cur->get<JsonObject>();
-    auto it = o.find(k);
-    Json& next = it != o.end() ? it->second : o[std::string(k)];
+    Json& next = cur->get<JsonObject>()[k];
     if (!next.is<JsonObject>()) next = Json(JsonObject());
     cur = &next;
   }

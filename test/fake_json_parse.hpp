@@ -45,10 +45,15 @@ class Parser {
     }
     return false;
   }
-  bool Word(std::string_view w) {
-    if (static_cast<size_t>(end_ - p_) < w.size() || std::string_view(p_, w.size()) != w) return false;
-    p_ += w.size();
-    return true;
+  // The members of an array or object, from its opening bracket to `close`; `member` reads one.
+  template <typename ReadMember>
+  bool Members(char close, ReadMember member) {
+    ++p_;
+    if (Take(close)) return true;
+    do {
+      if (!member()) return false;
+    } while (Take(','));
+    return Take(close);
   }
 
   bool Value(Json& out, int depth) {
@@ -87,30 +92,19 @@ class Parser {
   }
 
   bool Array(Json& out, int depth) {
-    ++p_;
     JsonArray a;
-    if (!Take(']')) {
-      do {
-        a.emplace_back();
-        if (!Value(a.back(), depth)) return false;
-      } while (Take(','));
-      if (!Take(']')) return false;
-    }
+    if (!Members(']', [&] { return Value(a.emplace_back(), depth); })) return false;
     out = Json(std::move(a));
     return true;
   }
 
   bool Object(Json& out, int depth) {
-    ++p_;
     JsonObject o;
-    if (!Take('}')) {
-      do {
-        std::string key;
-        if (!Take('"') || !String(key) || !Take(':')) return false;
-        if (!Value(o[std::move(key)], depth)) return false;  // a repeated key: the last wins
-      } while (Take(','));
-      if (!Take('}')) return false;
-    }
+    auto member = [&] {
+      std::string key;
+      return Take('"') && String(key) && Take(':') && Value(o[key], depth);  // a repeated key: the last wins
+    };
+    if (!Members('}', member)) return false;
     out = Json(std::move(o));
     return true;
   }
@@ -180,7 +174,8 @@ class Parser {
     if (u < 0) return false;
     if (u >= 0xdc00 && u <= 0xdfff) return false;  // a low surrogate first
     if (u >= 0xd800 && u <= 0xdbff) {
-      if (!Word("\\u")) return false;
+      if (end_ - p_ < 2 || p_[0] != '\\' || p_[1] != 'u') return false;
+      p_ += 2;
       int low = Hex4();
       if (low < 0xdc00 || low > 0xdfff) return false;
       u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);

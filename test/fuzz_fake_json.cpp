@@ -8,6 +8,7 @@
 // Build and run with `make fuzz` (mk/fuzz.mk).
 #include <picojson.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
