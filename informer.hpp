@@ -42,7 +42,7 @@ inline std::string KeyOf(const ObjectMeta& m) { return m.namespace_.empty() ? m.
 template <class T>
 class Informer {
  public:
-  using Parse = Result<T> (*)(const picojson::value&);
+  using Parse = Result<T> (*)(JsonRef);
   // Called (outside the cache lock) after each change with the key of the object that was
   // added, changed or removed.
   using Handler = std::function<void(const std::string& key)>;
@@ -139,7 +139,7 @@ class Informer {
     KubeApi api(&conn_);
     std::unordered_map<std::string, std::string> fresh;
     std::string token, list_rv;
-    auto add = [&](const picojson::value& item) {
+    auto add = [&](JsonRef item) {
       Result<T> obj = parse_(item);
       if (!obj.ok()) {
         LogWarn(kind_ + ": skipping an object that cannot be read: " + obj.status().message());
@@ -194,21 +194,18 @@ class Informer {
   // Applies one watch line to the cache. Errors: an ERROR event (410 → kGone) or an
   // unreadable line (the stream is then dropped and resumed).
   Status Apply(const std::string& line, std::string* rv) {
-    Result<WatchEvent> ev = ParseWatchEvent(line);
+    Result<WatchEvent> ev = ParseWatchEvent(line, &event_doc_);
     if (!ev.ok()) return ev.status().Wrap(kind_ + " watch");
     if (ev->type == "ERROR") {
-      int code = 0;
-      if (ev->object.is<picojson::object>()) {
-        const picojson::value& c = ev->object.get("code");
-        if (c.is<double>()) code = static_cast<int>(c.get<double>());
-      }
-      return Status(code == 410 ? Status::kGone : Status::kUnavailable,
-                    kind_ + " watch error: " + StatusMessage(code, ev->object.serialize()));
+      const JsonRef c = ev->object.Get("code");
+      const double code = c.is(JsonType::kNumber) ? c.Number() : 0;
+      const int http = code >= 100 && code <= 599 ? static_cast<int>(code) : 0;
+      return Status(http == 410 ? Status::kGone : Status::kUnavailable,
+                    kind_ + " watch error: " + StatusMessage(http, std::string(ev->object.Text())));
     }
     if (ev->type == "BOOKMARK") {
-      const picojson::value& meta = ev->object.get("metadata");
-      if (meta.is<picojson::object>() && meta.get("resourceVersion").is<std::string>())
-        *rv = meta.get("resourceVersion").get<std::string>();
+      const JsonRef version = ev->object.Get("metadata").Get("resourceVersion");
+      if (version.is(JsonType::kString)) *rv = version.String();
       return Status::Ok();
     }
     Result<T> obj = parse_(ev->object);
@@ -245,6 +242,7 @@ class Informer {
   Parse parse_;
   ApiConnection conn_;
   Handler handler_;
+  JsonDoc event_doc_;  // the watch line being applied; reused, so its nodes stay allocated
   std::thread thread_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::string> items_;  // key -> packed object

@@ -350,9 +350,9 @@ class KubeApi {
   explicit KubeApi(ApiConnection* conn) : conn_(conn) {}
 
   // One page of a collection (limit 500 per request; follow continue_token). Each item goes
-  // to on_item as it is parsed; see ParseList.
+  // to on_item once the page is read; see ParseList.
   Result<ListPage> List(const std::string& collection, const std::string& continue_token,
-                        const std::function<void(const picojson::value&)>& on_item) {
+                        const std::function<void(JsonRef)>& on_item) {
     std::string path = collection + "?limit=500";
     if (!continue_token.empty()) path += "&continue=" + httplib::detail::encode_query_param(continue_token);
     auto r = conn_->Request("GET", path);
@@ -372,9 +372,9 @@ class KubeApi {
   Result<Volume> GetVolume(const std::string& name) {
     auto r = conn_->Request("GET", std::string(api::kVolumes) + "/" + name);
     if (Status s = Check(r, "get PersistentVolume " + name); !s.ok()) return s;
-    auto json = ParseJson(r->body);
-    if (!json.ok()) return json.status();
-    return VolumeFromJson(*json);
+    JsonDoc doc;
+    if (Status s = doc.Read(r->body); !s.ok()) return s;
+    return VolumeFromJson(doc.root());
   }
 
   // Sets the PV's finalizers to `finalizers`, if its resourceVersion is still `rv`

@@ -1,5 +1,7 @@
-// libFuzzer target: JSON text → ParseJson → every object mapping of k8s_json.hpp.
-// Besides "no crash, no leak, no undefined behaviour", it checks two properties:
+// libFuzzer target: JSON text → JsonDoc → every object mapping of k8s_json.hpp.
+// Besides "no crash, no leak, no undefined behaviour", it checks these properties:
+//  - whatever JsonDoc reads, picojson's own parser reads to the same value;
+//  - ParseList hands over the same items as the whole document holds;
 //  - what VolumeToJson / EventToJson write, the *FromJson readers read back unchanged;
 //  - StatusMessage always gives one line (no control characters).
 // Build and run with `make fuzz` (mk/fuzz.mk).
@@ -25,18 +27,35 @@ bool OneLine(const std::string& s) {
   return true;
 }
 
-// Reading JSON again: what the provisioner writes must parse.
-picojson::value Reparse(const picojson::value& v) {
+// Reads what the provisioner writes back through JsonDoc and maps it with `from`.
+template <class T>
+Result<T> ReadBack(const picojson::value& v, Result<T> (*from)(JsonRef)) {
   const std::string text = v.serialize();
-  Result<picojson::value> again = ParseJson(text);
-  Require(again.ok(), "ParseJson refuses what picojson serialized", text + "\n" + again.status().message());
-  return *again;
+  JsonDoc doc;
+  Status s = doc.Read(text);
+  Require(s.ok(), "JsonDoc refuses what picojson serialized", text + "\n" + s.message());
+  return from(doc.root());
+}
+
+// picojson's own parser (as the provisioner used it before JsonDoc) on a text JsonDoc accepted.
+void CheckAgainstPicojson(const std::string& text, const picojson::value& ours) {
+  picojson::value theirs;
+  bool parsed = false;
+  try {
+    picojson::default_parse_context ctx(&theirs, JsonDoc::kMaxDepth);
+    picojson::input<std::string::const_iterator> in(text.begin(), text.end());
+    parsed = picojson::_parse(ctx, in);
+  } catch (...) {
+    Require(false, "picojson throws on a text JsonDoc accepted", text);
+  }
+  Require(parsed, "picojson refuses a text JsonDoc accepted", text);
+  Require(theirs == ours, "JsonDoc and picojson read different values", text);
 }
 
 // The fields of a Volume that VolumeToJson writes (status, uid, namespace and the resource
 // version are the server's, so they are not written).
 void CheckVolumeRoundTrip(const Volume& v) {
-  Result<Volume> back = VolumeFromJson(Reparse(VolumeToJson(v)));
+  Result<Volume> back = ReadBack(VolumeToJson(v), VolumeFromJson);
   Require(back.ok(), "VolumeFromJson refuses VolumeToJson's output", back.status().message());
   const Volume& b = *back;
   Require(b.meta.name == v.meta.name && b.meta.annotations == v.meta.annotations && b.meta.labels == v.meta.labels &&
@@ -54,7 +73,7 @@ void CheckVolumeRoundTrip(const Volume& v) {
 }
 
 void CheckEventRoundTrip(const Event& e) {
-  Result<Event> back = EventFromJson(Reparse(EventToJson(e)));
+  Result<Event> back = ReadBack(EventToJson(e), EventFromJson);
   Require(back.ok(), "EventFromJson refuses EventToJson's output", back.status().message());
   const Event& b = *back;
   Require(b.meta.name == e.meta.name && b.meta.namespace_ == e.meta.namespace_, "event metadata changed", e.meta.name);
@@ -70,7 +89,7 @@ void CheckEventRoundTrip(const Event& e) {
 }
 
 // Every mapping over one parsed value; errors are fine, crashes and broken properties are not.
-void MapAll(const picojson::value& v) {
+void MapAll(JsonRef v) {
   (void)ClaimFromJson(v);
   (void)StorageClassFromJson(v);
   Result<Volume> volume = VolumeFromJson(v);
@@ -85,22 +104,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   const std::string message = StatusMessage(500, text);
   Require(!message.empty() && OneLine(message), "StatusMessage is not one line", message);
-  (void)ParseWatchEvent(text);
+  JsonDoc event_doc;
+  (void)ParseWatchEvent(text, &event_doc);
 
-  Result<picojson::value> json = ParseJson(text);
-  if (!json.ok()) {
-    Require(json.status().code() == Status::kInvalid, "ParseJson failed with a code other than kInvalid");
+  JsonDoc doc;
+  Status read = doc.Read(text);
+  if (!read.ok()) {
+    Require(read.code() == Status::kInvalid, "JsonDoc failed with a code other than kInvalid");
+    Require(doc.root().absent(), "a failed read left a value");
     return 0;
   }
-  MapAll(*json);
-  // The streaming list parser against the whole tree: the same items, in order, whenever the
-  // text is an object whose items is an array.
+  MapAll(doc.root());
+  Result<picojson::value> json = ParseJson(text);
+  Require(json.ok(), "ParseJson refuses what JsonDoc read");
+  CheckAgainstPicojson(text, *json);
+  // The list reader against the whole document: the same items, in order, whenever the text
+  // is an object whose items is an array.
   std::vector<picojson::value> items;
-  Result<ListPage> list = ParseList(text, [&](const picojson::value& v) { items.push_back(v); });
-  if (list.ok()) {
-    for (const picojson::value& item : items) MapAll(item);
-    Require(list->items == items.size(), "ParseList counted items it did not hand over");
-  }
+  Result<ListPage> list = ParseList(text, [&](JsonRef v) {
+    MapAll(v);
+    items.push_back(k8s_json_detail::ToPicojson(v));
+  });
+  if (list.ok()) Require(list->items == items.size(), "ParseList counted items it did not hand over");
+  if (!list.ok()) Require(items.empty(), "ParseList handed over items from a page it refused");
   if (json->is<picojson::object>() && json->contains("items") && json->get("items").is<picojson::array>()) {
     const picojson::array& tree = json->get("items").get<picojson::array>();
     bool same = list.ok() ? items == tree : list.status().message().find("metadata") != std::string::npos ||

@@ -50,10 +50,11 @@ Expected ReferenceSplit(const std::string& stream, size_t limit) {
 }
 
 void CheckEvent(const std::string& line) {
-  Result<WatchEvent> ev = ParseWatchEvent(line);
+  JsonDoc doc;
+  Result<WatchEvent> ev = ParseWatchEvent(line, &doc);
   if (!ev.ok()) return;
   Require(!ev->type.empty(), "accepted watch event without a type", line);
-  Require(ev->object.is<picojson::object>(), "accepted watch event without an object", line);
+  Require(ev->object.is(JsonType::kObject), "accepted watch event without an object", line);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // bodies, watch-stream splitting, watch events and list pages.
 #include <catch2/catch.hpp>
 
+#include <list>
 #include <string>
 #include <vector>
 
@@ -9,11 +10,19 @@
 
 namespace {
 
-picojson::value Json(const std::string& text) {
-  Result<picojson::value> v = ParseJson(text);
-  INFO("JSON: " << text << " -> " << v.status().message());
-  REQUIRE(v.ok());
-  return *v;
+// The value of a JSON text; the text and its document are kept until the tests end.
+JsonRef Json(const std::string& text) {
+  struct Kept {
+    std::string text;
+    JsonDoc doc;
+  };
+  static std::list<Kept> kept;
+  Kept& k = kept.emplace_back();
+  k.text = text;
+  Status s = k.doc.Read(k.text);
+  INFO("JSON: " << text << " -> " << s.message());
+  REQUIRE(s.ok());
+  return k.doc.root();
 }
 
 bool Contains(const std::string& haystack, const std::string& needle) {
@@ -409,7 +418,7 @@ TEST_CASE("ParseJson: hostile input is rejected with its byte offset, never a cr
   const Case kCases[] = {
       {"empty", "", "invalid JSON at byte 0: unexpected end of input"},
       {"truncated object", "{\"type\":", "invalid JSON at byte 8: unexpected end of input"},
-      {"missing colon", "{\"a\" 1}", "invalid JSON at byte 5: syntax error near \" 1}\""},
+      {"missing colon", "{\"a\" 1}", "invalid JSON at byte 5: syntax error near \"1}\""},
       {"spaces", "   ", "invalid JSON at byte"},
       {"trailing data", "{} x", "invalid JSON at byte 3: unexpected data after the value"},
       {"two values", "{}{}", "invalid JSON at byte 2"},
@@ -436,7 +445,25 @@ TEST_CASE("ParseJson: hostile input is rejected with its byte offset, never a cr
       {"256 levels", std::string(256, '[') + std::string(256, ']'), ""},
       {"257 levels", std::string(257, '[') + std::string(257, ']'), "invalid JSON at byte 256: nested deeper than 256"},
       {"100000 levels", std::string(100000, '['), "nested deeper than 256"},
-      {"100000 objects", std::string(50000, '{') + "\"a\":", "nested deeper than 256"},
+      {"100000 objects", [] {
+         std::string t;
+         for (int i = 0; i < 100000; ++i) t += "{\"a\":";
+         return t;
+       }(),
+       "invalid JSON at byte 1280: nested deeper than 256"},
+      {"leading zero", "[01]", "invalid JSON at byte 2: syntax error near \"1]\""},
+      {"plus sign", "[+1]", "invalid JSON at byte 1"},
+      {"no digits after the point", "[1.]", "invalid JSON at byte 3"},
+      {"no digits before the point", "[.5]", "invalid JSON at byte 1"},
+      {"no exponent digits", "[1e+]", "invalid JSON at byte 4"},
+      {"minus alone", "[-]", "invalid JSON at byte 2"},
+      {"numbers in every form", "[0, -0, 1.5e3, -2E-2, 10e+2, 123456789012345678901234567890]", ""},
+      {"unknown escape", R"(["a\x"])", "invalid JSON at byte 3: bad escape"},
+      {"short \\u escape", R"(["\u12"])", "invalid JSON at byte 2: bad \\u escape"},
+      {"true cut short", "[tru", "invalid JSON at byte 4: unexpected end of input"},
+      {"misspelt null", "[nul1]", "invalid JSON at byte 4: syntax error"},
+      {"trailing comma", "[1,]", "invalid JSON at byte 3"},
+      {"trailing comma in an object", R"({"a":1,})", "invalid JSON at byte 7"},
       {"brackets in a string do not nest", "[\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"]", ""},
   };
   for (const auto& c : kCases) {
@@ -603,19 +630,23 @@ TEST_CASE("WatchLineSplitter: a line over the limit fails at once, and for good"
 }
 
 TEST_CASE("ParseWatchEvent: events and rejections", "[k8s_json]") {
-  Result<WatchEvent> added = ParseWatchEvent(R"({"type":"ADDED","object":)" + std::string(kFullClaim) + "}");
+  JsonDoc doc;
+  const std::string added_line = R"({"type":"ADDED","object":)" + std::string(kFullClaim) + "}";
+  Result<WatchEvent> added = ParseWatchEvent(added_line, &doc);
   REQUIRE(added.ok());
   CHECK(added->type == "ADDED");
   Result<Claim> claim = ClaimFromJson(added->object);
   REQUIRE(claim.ok());
   CHECK(claim->meta.name == "data");
 
-  Result<WatchEvent> gone = ParseWatchEvent(
+  const std::string gone_line =
       R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",)"
-      R"js("message":"too old resource version: 1 (5)","reason":"Expired","code":410}})js");
+      R"js("message":"too old resource version: 1 (5)","reason":"Expired","code":410}})js";
+  Result<WatchEvent> gone = ParseWatchEvent(gone_line, &doc);  // the same document, read again
   REQUIRE(gone.ok());
   CHECK(gone->type == "ERROR");
-  CHECK(StatusMessage(410, gone->object.serialize()) == "too old resource version: 1 (5) (Expired, 410)");
+  CHECK(gone->object.Get("code").Number() == 410);
+  CHECK(StatusMessage(410, std::string(gone->object.Text())) == "too old resource version: 1 (5) (Expired, 410)");
 
   struct Case {
     const char* name;
@@ -633,15 +664,16 @@ TEST_CASE("ParseWatchEvent: events and rejections", "[k8s_json]") {
   };
   for (const auto& c : kCases) {
     INFO(c.name);
-    Result<WatchEvent> ev = ParseWatchEvent(c.line);
+    const std::string line = c.line;
+    Result<WatchEvent> ev = ParseWatchEvent(line, &doc);
     REQUIRE_FALSE(ev.ok());
     CHECK_THAT(ev.status().message(), Catch::Contains(c.error));
   }
 }
 
 TEST_CASE("ParseList: pages and rejections", "[k8s_json]") {
-  std::vector<picojson::value> items;
-  auto collect = [&](const picojson::value& v) { items.push_back(v); };
+  std::vector<Result<Claim>> items;
+  auto collect = [&](JsonRef v) { items.push_back(ClaimFromJson(v)); };
   Result<ListPage> page = ParseList(
       R"({"kind":"PersistentVolumeClaimList","apiVersion":"v1","metadata":{"resourceVersion":"99","continue":"tok"},)"
       R"("items":[)" + std::string(kFullClaim) + R"(,{"metadata":{"name":"second"}}]})",
@@ -651,12 +683,10 @@ TEST_CASE("ParseList: pages and rejections", "[k8s_json]") {
   CHECK(page->continue_token == "tok");
   CHECK(page->items == 2);
   REQUIRE(items.size() == 2);
-  Result<Claim> first = ClaimFromJson(items[0]);
-  REQUIRE(first.ok());
-  CHECK(first->meta.uid == "0b5e-11");
-  Result<Claim> second = ClaimFromJson(items[1]);
-  REQUIRE(second.ok());
-  CHECK(second->meta.name == "second");
+  REQUIRE(items[0].ok());
+  CHECK(items[0]->meta.uid == "0b5e-11");
+  REQUIRE(items[1].ok());
+  CHECK(items[1]->meta.name == "second");
 
   struct Case {
     const char* name;
@@ -686,12 +716,10 @@ TEST_CASE("ParseList: pages and rejections", "[k8s_json]") {
   for (const auto& c : kCases) {
     INFO(c.name);
     size_t seen = 0;
-    Result<ListPage> p = ParseList(c.json, [&](const picojson::value&) { ++seen; });
+    Result<ListPage> p = ParseList(c.json, [&](JsonRef) { ++seen; });
     CHECK(p.ok() == c.ok);
-    if (p.ok()) {
-      CHECK(p->items == c.items);
-      CHECK(seen == c.items);
-    }
+    if (p.ok()) CHECK(p->items == c.items);
+    CHECK(seen == c.items);  // nothing is handed over from a page that is refused
     if (!p.ok()) CHECK_THAT(p.status().message(), Catch::Contains(c.error));
   }
 }
