@@ -1068,6 +1068,11 @@ TEST_CASE("the transport: pipelined requests, chunked bodies, malformed and over
     CHECK(RawExchange(s.api, "GET / HTTP/1.1\r\nno colon here\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
     CHECK(RawExchange(s.api, "POST " + kPvs + " HTTP/1.1\r\nContent-Length: 12x\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
   }
+  SECTION("TLS: the cipher kube-apiserver's Go TLS picks (AES-128-GCM), also for a client preferring AES-256") {
+    RawConnection c(s.api);
+    CHECK(std::string(SSL_get_cipher_name(c.ssl)) == "TLS_AES_128_GCM_SHA256");
+    CHECK(SSL_version(c.ssl) == TLS1_3_VERSION);
+  }
   SECTION("a body over 64 MiB gets 413 before it is sent, and nothing is stored") {
     std::string out = RawExchange(s.api, "POST " + kPvs + " HTTP/1.1\r\nHost: fake\r\n" + auth + "Content-Length: 67108865\r\n\r\n");
     CHECK(out.rfind("HTTP/1.1 413 Payload Too Large\r\n", 0) == 0);
