@@ -26,11 +26,15 @@ namespace k8s_json_detail {
 using json_text::CutUtf8;
 using json_text::OneLine;
 
-inline Status WrongType(std::string_view path, std::string_view key, const char* want, JsonRef got) {
+// "path.key", or "key" at the top.
+inline std::string FieldName(std::string_view path, std::string_view key) {
   std::string field(path);
   if (!field.empty()) field += '.';
-  field += key;
-  return Status::Invalid("field " + field + ": expected " + want + ", got " + JsonTypeName(got.type()));
+  return field += key;
+}
+
+inline Status WrongType(std::string_view path, std::string_view key, const char* want, JsonRef got) {
+  return Status::Invalid("field " + FieldName(path, key) + ": expected " + want + ", got " + JsonTypeName(got.type()));
 }
 
 // Reads typed members of one JSON object, naming the field (`path.key`) in every error.
@@ -70,7 +74,7 @@ class Fields {
     if (!v.is(JsonType::kNumber)) return WrongType(path_, key, "an integer", v);
     double d = v.Number();
     if (d != std::floor(d) || d < -2147483648.0 || d > 2147483647.0)
-      return Status::Invalid("field " + Join(key) + ": expected a 32-bit integer, got " + std::string(v.Text()));
+      return Status::Invalid("field " + FieldName(path_, key) + ": expected a 32-bit integer, got " + std::string(v.Text()));
     *out = static_cast<int>(d);
     return Status::Ok();
   }
@@ -104,12 +108,6 @@ class Fields {
   }
 
  private:
-  std::string Join(std::string_view key) const {
-    std::string field(path_);
-    if (!field.empty()) field += '.';
-    return field += key;
-  }
-
   JsonRef obj_;
   std::string_view path_;
 };
