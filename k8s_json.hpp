@@ -550,9 +550,13 @@ inline Result<ListPage> ParseList(const std::string& text, const std::function<v
   const JsonRef top = doc.root();
   if (!top.is(JsonType::kObject)) return Status::Invalid(std::string("list: expected a JSON object, got ") + JsonTypeName(top.type()));
   int seen = 0;
-  top.ForEachMember([&](const std::string& key, JsonRef) { seen += key == "items"; });
+  JsonRef items;
+  top.ForEachMember([&](const std::string& key, JsonRef value) {
+    if (key != "items") return;
+    ++seen;
+    items = value;
+  });
   if (seen > 1) return Status::Invalid("list: field items appears twice");
-  const JsonRef items = top.Get("items");
   if (!items.unset() && !items.is(JsonType::kArray))
     return Status::Invalid(std::string("list: field items: expected an array, got ") + JsonTypeName(items.type()));
   ListPage page;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "json_doc.hpp"
 #include "status.hpp"
 #include "test/fake_json_value.hpp"
 
@@ -160,7 +161,7 @@ class Parser {
     int v = 0;
     for (int i = 0; i < 4; ++i) {
       char c = *p_;
-      int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      int d = json_text::HexDigit(c);
       if (d < 0) return -1;  // at the character that is not a digit
       v = v * 16 + d;
       ++p_;
@@ -180,21 +181,7 @@ class Parser {
       if (low < 0xdc00 || low > 0xdfff) return false;
       u = 0x10000 + ((u - 0xd800) << 10) + (low - 0xdc00);
     }
-    if (u < 0x80) {
-      out += static_cast<char>(u);
-    } else if (u < 0x800) {
-      out += static_cast<char>(0xc0 | (u >> 6));
-      out += static_cast<char>(0x80 | (u & 0x3f));
-    } else if (u < 0x10000) {
-      out += static_cast<char>(0xe0 | (u >> 12));
-      out += static_cast<char>(0x80 | ((u >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (u & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (u >> 18));
-      out += static_cast<char>(0x80 | ((u >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((u >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (u & 0x3f));
-    }
+    json_text::AppendUtf8(static_cast<unsigned long>(u), &out);
     return true;
   }
 
