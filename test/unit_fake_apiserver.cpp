@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 #include <random>
+#include <set>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -804,6 +805,23 @@ TEST_CASE("status is written only through /status; PUT of a missing lease create
   CHECK(Admin(s.api, "PUT", kPvs + "/absent", Pv("absent")).code == 404);  // PVs are not created by PUT
 }
 
+TEST_CASE("fake uids are random version 4 UUIDs, as the real server's", "[fake]") {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    std::string uid = fake::NewUid();
+    INFO(uid);
+    REQUIRE(uid.size() == 36);
+    for (size_t at = 0; at < uid.size(); ++at) {
+      bool dash = at == 8 || at == 13 || at == 18 || at == 23;
+      REQUIRE((dash ? uid[at] == '-' : std::isxdigit(static_cast<unsigned char>(uid[at])) && !std::isupper(uid[at])));
+    }
+    CHECK(uid[14] == '4');
+    CHECK(std::string("89ab").find(uid[19]) != std::string::npos);
+    seen.insert(uid);
+  }
+  CHECK(seen.size() == 1000);
+}
+
 TEST_CASE("fake JSON text: parsed and written as picojson parses and writes it", "[fake]") {
   std::mt19937 rng(12345);
   auto random_string = [&](size_t max) {
@@ -842,6 +860,15 @@ TEST_CASE("fake JSON text: parsed and written as picojson parses and writes it",
   std::string every_byte;
   for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
   CHECK(fake::ToText(Json(every_byte)) == picojson::value(every_byte).serialize());
+  // Every byte at every place of a longer string, among plain ASCII and UTF-8 bytes.
+  for (int c = 0; c < 256; ++c) {
+    for (size_t at = 0; at < 20; ++at) {
+      std::string s = "plain text \xc3\xa9 plain";
+      s[at] = static_cast<char>(c);
+      INFO("byte " << c << " at " << at);
+      REQUIRE(fake::ToText(Json(s)) == picojson::value(s).serialize());
+    }
+  }
 
   // Texts picojson reads (escapes, surrogate pairs, spaces, repeated keys) read to the same
   // value; texts it refuses are refused.
