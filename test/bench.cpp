@@ -17,7 +17,9 @@
 // so its share shrinks when it has less CPU, and it is not the side with headroom.)
 // It also measures the provisioner's memory and CPU at idle (ticks, wake-ups), the stripped
 // binary's size, and start-up (exec -> /readyz 200, then memory) with 10 000 bound claims and
-// PVs already in the API server.
+// PVs already in the API server, then bursts of 1000 claims with those cached: the provisioner's
+// CPU per volume against the same bursts in an empty cluster (work per event must not grow with
+// the number of objects).
 //
 // The baseline client does only the irreducible work of a provisioner: for each claim, as the
 // claim's create returns (that is how it learns the uid), one mkdir and one PV create over one
@@ -75,6 +77,7 @@ constexpr int kClientThreads = 4;                           // threads that crea
 constexpr auto kBurstLimit = std::chrono::seconds(120);     // a burst not done by then is a failure
 constexpr auto kIdleWindow = std::chrono::seconds(10);      // idle CPU and wake-ups are counted over this
 constexpr int kStartupPairs = 10000;                        // bound claims and PVs present at start-up
+constexpr int kCachedBurst = 1000, kCachedRounds = 3;       // bursts with those cached (work per event)
 
 struct Failure : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -891,6 +894,10 @@ struct Startup {
   Memory memory;                // once settled
   std::map<std::string, long> requests;
   long writes = 0;
+  // Then bursts of kCachedBurst claims created and deleted with all of them cached: the
+  // provisioner's CPU per 1000 volumes, to hold against the same bursts in an empty cluster.
+  std::vector<double> cached_create_cpu, cached_delete_cpu;
+  double cached_ratio = 0;  // the worse of create and delete against an empty cluster
 };
 
 // Creates n claims and, for each, the PV the provisioner would have made; the fake binds them.
@@ -1146,6 +1153,16 @@ int Run(bool startup_only) {
     up.requests = counted.requests;
     up.writes = counted.writes;
     std::printf("  ready in %.3f s, RssAnon %s once quiet\n", up.ready_seconds, MiB(up.memory.anon_kib).c_str());
+    Target cached{&fake, pv_dir, p.proc->pid(), nullptr};
+    for (int round = 0; round < kCachedRounds; ++round) {
+      std::vector<Claimed> claims;
+      BurstResult c = CreateBurst(cached, "cached" + std::to_string(round), kCachedBurst, &claims, "");
+      BurstResult d = DeleteBurst(cached, claims, "");
+      up.cached_create_cpu.push_back(c.cpu_seconds * 1000.0 / kCachedBurst);
+      up.cached_delete_cpu.push_back(d.cpu_seconds * 1000.0 / kCachedBurst);
+      std::printf("  %d claims created and deleted with them cached: %.3f s / %.3f s\n", kCachedBurst, c.seconds, d.seconds);
+      std::fflush(stdout);
+    }
   };
   if (startup_only) {
     startup();
@@ -1327,6 +1344,18 @@ int Run(bool startup_only) {
   for (const auto& [k, v] : up.requests) req += (req.empty() ? "" : ", ") + k + " " + std::to_string(v);
   rep.Add("requests: " + req, "");
   rep.Add("write requests at start-up", std::to_string(up.writes), "0", up.writes == 0);
+  {  // work per event: a scan of the cache per event would multiply these many times over
+    const Summary& c = sum("provisioner", "create", kCachedBurst);
+    const Summary& d = sum("provisioner", "delete", kCachedBurst);
+    double empty_c = c.cpu * 1000.0 / static_cast<double>(c.volumes), empty_d = d.cpu * 1000.0 / static_cast<double>(d.volumes);
+    double cached_c = Percentile(up.cached_create_cpu, 0.5), cached_d = Percentile(up.cached_delete_cpu, 0.5);
+    double worse = std::max(cached_c / empty_c, cached_d / empty_d);
+    rep.Add("then CPU per 1000 volumes, create / delete", Fmt("%.3f", cached_c) + Fmt(" / %.3f s", cached_d) + " (" +
+            std::to_string(kCachedRounds) + " bursts of " + std::to_string(kCachedBurst) + ")");
+    rep.Add("the same with an empty cluster (bursts above)", Fmt("%.3f", empty_c) + Fmt(" / %.3f s", empty_d));
+    rep.Add("with them cached / empty (worse of two)", Fmt("%.2fx", worse), "< 2x", worse < 2);
+    up.cached_ratio = worse;
+  }
   rep.Section("machine");
   rep.Add("load average before / after", Fmt("%.2f", load_before) + Fmt(" / %.2f", load_after));
   rep.Print();
@@ -1361,6 +1390,12 @@ int Run(bool startup_only) {
   picojson::object up_req;
   for (const auto& [k, v] : up.requests) up_req[k] = J(static_cast<double>(v));
   up_j["requests"] = picojson::value(up_req);
+  picojson::array cc, cd;
+  for (double x : up.cached_create_cpu) cc.push_back(J(x));
+  for (double x : up.cached_delete_cpu) cd.push_back(J(x));
+  up_j["cached_create_cpu_seconds_per_1000_volumes"] = picojson::value(cc);
+  up_j["cached_delete_cpu_seconds_per_1000_volumes"] = picojson::value(cd);
+  up_j["cached_to_empty_cpu_ratio_worse"] = J(up.cached_ratio);
   out["startup"] = picojson::value(up_j);
   if (!limits_j.empty()) out["bottleneck"] = picojson::value(limits_j);
   out["targets"] = rep.Targets();
