@@ -153,13 +153,7 @@ class JsonObject {
 
   Json& operator[](std::string_view key) {
     auto it = LowerBound(key);
-    if (it == end() || it->first != key) {
-      if (items_.capacity() == 0) {  // most objects are built a member at a time: grow once, not four times
-        items_.reserve(8);
-        it = begin();
-      }
-      it = items_.emplace(it, std::string(key), Json());
-    }
+    if (it == end() || it->first != key) it = items_.emplace(it, std::string(key), Json());
     return it->second;
   }
   iterator erase(const_iterator it) { return items_.erase(it); }
@@ -233,22 +227,11 @@ inline void AppendJsonString(std::string& out, std::string_view s) {
     t['\t'] = 't';
     return t;
   }();
+  out += '"';
   const char* p = s.data();
   const size_t n = s.size();
-  size_t i = 0;
-  while (i < n && kEscape[static_cast<unsigned char>(p[i])] == 0) ++i;
-  if (i == n) {  // the usual case: nothing to escape
-    const size_t at = out.size();
-    out.resize(at + n + 2);
-    char* d = &out[at];
-    d[0] = '"';
-    std::char_traits<char>::copy(d + 1, p, n);
-    d[n + 1] = '"';
-    return;
-  }
-  out += '"';
   size_t run = 0;
-  for (; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     const char e = kEscape[static_cast<unsigned char>(p[i])];
     if (e == 0) continue;
     out.append(p + run, i - run);
@@ -284,25 +267,27 @@ inline void Json::Write(std::string& out, int depth) const {
     AppendJsonString(out, get<std::string>());
   } else if (is<JsonObject>()) {
     write_box(*std::get<Ptr<JsonObject>>(v_), [&](const JsonObject& o) {
-      char sep = '{';
+      out += '{';
+      bool first = true;
       for (const auto& [key, member] : o) {
-        out += sep;
-        sep = ',';
+        if (!first) out += ',';
+        first = false;
         AppendJsonString(out, key);
         out += ':';
         member.Write(out, below);
       }
-      out += sep == '{' ? "{}" : "}";
+      out += '}';
     });
   } else if (is<JsonArray>()) {
     write_box(*std::get<Ptr<JsonArray>>(v_), [&](const JsonArray& a) {
-      char sep = '[';
+      out += '[';
+      bool first = true;
       for (const Json& item : a) {
-        out += sep;
-        sep = ',';
+        if (!first) out += ',';
+        first = false;
         item.Write(out, below);
       }
-      out += sep == '[' ? "[]" : "]";
+      out += ']';
     });
   } else if (is<double>()) {
     double n = get<double>(), whole = 0;

@@ -88,17 +88,12 @@ inline std::string NewUid() {
     return seed;
   }());
   static const char* digits = "0123456789abcdef";
-  char h[32];
+  std::string h;
   for (int half = 0; half < 2; ++half)
-    for (uint64_t r = gen(), i = 0; i < 16; ++i, r >>= 4) h[half * 16 + i] = digits[r & 15];
+    for (uint64_t r = gen(), i = 0; i < 16; ++i, r >>= 4) h += digits[r & 15];
   h[12] = '4';
   h[16] = "89ab"[h[16] % 4];
-  std::string uid(36, '-');  // 8-4-4-4-12
-  for (int from = 0, to = 0; from < 32; ++from, ++to) {
-    if (to == 8 || to == 13 || to == 18 || to == 23) ++to;
-    uid[to] = h[from];
-  }
-  return uid;
+  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
 }
 
 // metadata.deletionTimestamp is set.
@@ -131,17 +126,10 @@ struct WatchEvent {
   // {"object":..,"type":..}\n, as ToText would write it (keys sorted), once for all watchers.
   const std::string& Line() const {
     if (line_.empty()) {
-      // Room for an object like the last one written: growing the text by doubling was a
-      // third of writing it (callgrind).
-      static size_t last_size = 1024;  // under Store::mu, like the text
-      line_.reserve(last_size + last_size / 8);
       line_ = kObjectStart;
       object->AppendStored(line_);
       object_end_ = line_.size();
-      line_ += ",\"type\":\"";
-      line_ += type;
-      line_ += "\"}\n";
-      last_size = line_.size();
+      line_ += ",\"type\":\"" + type + "\"}\n";
     }
     return line_;
   }
@@ -159,7 +147,7 @@ using EventPtr = std::shared_ptr<const WatchEvent>;
 
 // The objects and history of one resource type.
 struct Bucket {
-  std::map<std::string, JsonRef, std::less<>> objects;  // by ObjectKey
+  std::map<std::string, JsonRef> objects;  // by ObjectKey
   std::deque<EventPtr> history;         // oldest first
   uint64_t first_seq = 0;               // sequence number of history.front()
   uint64_t floor_rv = 0;                // every event with rv > floor_rv is in history
@@ -192,55 +180,50 @@ class Store {
   };
 
   uint64_t rv() const { return rv_; }
-  // The bucket of a served resource (the store has one for each of ResourceTypes()).
-  Bucket& bucket(std::string_view plural) {
-    auto it = buckets_.find(plural);
-    if (it == buckets_.end()) it = buckets_.emplace(std::string(plural), Bucket()).first;
-    return it->second;
-  }
+  Bucket& bucket(const std::string& plural) { return buckets_[plural]; }
 
   // The stored object or null.
-  const Json* Get(std::string_view plural, std::string_view key) { return Ref(plural, key).get(); }
+  const Json* Get(const std::string& plural, const std::string& key) { return Ref(plural, key).get(); }
 
   // The stored object itself (shared, immutable), or null.
-  const JsonRef& Ref(std::string_view plural, std::string_view key) {
+  const JsonRef& Ref(const std::string& plural, const std::string& key) {
     static const JsonRef kNone;
-    auto& objs = bucket(plural).objects;
+    auto& objs = buckets_[plural].objects;
     auto it = objs.find(key);
     return it == objs.end() ? kNone : it->second;
   }
 
   // Stores obj under its metadata namespace/name with the next resourceVersion, records an
   // ADDED or MODIFIED event, and returns the stored object.
-  JsonRef Put(std::string_view plural, Json obj) {
+  JsonRef Put(const std::string& plural, Json obj) {
     std::string key = ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"}));
-    Bucket& b = bucket(plural);
+    auto& b = buckets_[plural];
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
     auto stored = std::make_shared<const Json>(std::move(obj));
     JsonRef& slot = b.objects[key];
     const bool existed = slot != nullptr;
     slot = stored;
-    Record(b, existed ? "MODIFIED" : "ADDED", stored);
+    Record(plural, existed ? "MODIFIED" : "ADDED", stored);
     return stored;
   }
 
   // Removes the object (if present) with a DELETED event carrying its last state at a new
   // resourceVersion; returns that state (a null Json when it was not there).
-  JsonRef Remove(std::string_view plural, std::string_view key) {
-    Bucket& b = bucket(plural);
+  JsonRef Remove(const std::string& plural, const std::string& key) {
+    auto& b = buckets_[plural];
     auto it = b.objects.find(key);
     if (it == b.objects.end()) return std::make_shared<const Json>();
     Json obj = *it->second;
     b.objects.erase(it);
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
     auto last = std::make_shared<const Json>(std::move(obj));
-    Record(b, "DELETED", last);
+    Record(plural, "DELETED", last);
     return last;
   }
 
   // Put, except that an object being deleted whose last finalizer is gone is removed instead
   // (the registry's shouldDeleteDuringUpdate). Returns the stored or removed state.
-  JsonRef Commit(std::string_view plural, Json obj) {
+  JsonRef Commit(const std::string& plural, Json obj) {
     if (IsDeleting(obj) && StringList(obj, {"metadata", "finalizers"}).empty())
       return Remove(plural, ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"})));
     return Put(plural, std::move(obj));
@@ -261,7 +244,7 @@ class Store {
   }
 
  private:
-  void Record(Bucket& b, const char* type, const JsonRef& obj) {
+  void Record(const std::string& plural, const char* type, const JsonRef& obj) {
     auto ev = std::make_shared<WatchEvent>();
     ev->rv = rv_;
     ev->t_ns = NowNs();
@@ -269,6 +252,7 @@ class Store {
     ev->ns = Str(*obj, {"metadata", "namespace"});
     ev->name = Str(*obj, {"metadata", "name"});
     ev->object = obj;
+    auto& b = buckets_[plural];
     b.history.push_back(std::move(ev));
     while (b.history.size() > history_limit_) {
       evicted_.push_back(std::move(b.history.front()));
@@ -281,7 +265,7 @@ class Store {
   size_t history_limit_;
   std::vector<EventPtr> evicted_;  // left the history, not freed yet (TakeEvicted)
   uint64_t rv_ = 0;
-  std::map<std::string, Bucket, std::less<>> buckets_;
+  std::map<std::string, Bucket> buckets_;
 };
 
 }  // namespace fake
