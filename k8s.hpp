@@ -17,6 +17,7 @@
 
 #include <httplib.h>
 
+#include "json_write.hpp"
 #include "k8s_json.hpp"
 #include "kubeconfig.hpp"
 #include "log.hpp"
@@ -364,7 +365,7 @@ class KubeApi {
 
   // POST /api/v1/persistentvolumes. AlreadyExists comes back as kConflict.
   Status CreateVolume(const Volume& v) {
-    auto r = conn_->Request("POST", api::kVolumes, VolumeToJson(v).serialize());
+    auto r = conn_->Request("POST", api::kVolumes, ToJson(VolumeToJson(v)));
     return Check(r, "create PersistentVolume " + v.meta.name);
   }
 
@@ -387,7 +388,7 @@ class KubeApi {
     meta["finalizers"] = picojson::value(list);
     picojson::object patch;
     patch["metadata"] = picojson::value(meta);
-    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, picojson::value(patch).serialize(),
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, ToJson(picojson::value(patch)),
                             "application/merge-patch+json");
     return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
   }
@@ -401,7 +402,7 @@ class KubeApi {
   }
 
   Status CreateEvent(const Event& e) {
-    auto r = conn_->Request("POST", api::Events(e.meta.namespace_), EventToJson(e).serialize());
+    auto r = conn_->Request("POST", api::Events(e.meta.namespace_), ToJson(EventToJson(e)));
     return Check(r, "create Event " + e.meta.name);
   }
 
@@ -411,7 +412,7 @@ class KubeApi {
     patch["count"] = picojson::value(static_cast<double>(e.count));
     patch["lastTimestamp"] = picojson::value(e.last_timestamp);
     patch["message"] = picojson::value(e.message);
-    auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, picojson::value(patch).serialize(),
+    auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, ToJson(picojson::value(patch)),
                             "application/merge-patch+json");
     return Check(r, "update Event " + e.meta.name);
   }

@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "json_write.hpp"
 #include "k8s.hpp"
 #include "log.hpp"
 
@@ -92,7 +93,7 @@ class LeaderElector {
       spec["holderIdentity"] = picojson::value(std::string());
       spec["leaseDurationSeconds"] = picojson::value(1.0);
       spec["renewTime"] = picojson::value(MicroTime());
-      auto r = conn_.Request("PUT", api::Leases(ns_) + "/" + name_, lease.serialize());
+      auto r = conn_.Request("PUT", api::Leases(ns_) + "/" + name_, ToJson(lease));
       Status s = Check(r, "release lease " + ns_ + "/" + name_);
       if (s.ok()) {
         LogInfo("released lease " + ns_ + "/" + name_);
@@ -129,7 +130,7 @@ class LeaderElector {
     std::string now = MicroTime();
     auto got = conn_.Request("GET", path);
     if (got.ok() && got->status == 404) {
-      auto r = conn_.Request("POST", api::Leases(ns_), NewLease(now, 0).serialize());
+      auto r = conn_.Request("POST", api::Leases(ns_), ToJson(NewLease(now, 0)));
       if (Status s = Check(r, "create lease " + ns_ + "/" + name_); !s.ok()) return s;
       return Remember(r->body);
     }
@@ -160,7 +161,7 @@ class LeaderElector {
       s["acquireTime"] = picojson::value(now);
       s["leaseTransitions"] = picojson::value(transitions + 1);
     }
-    auto r = conn_.Request("PUT", path, lease.serialize());
+    auto r = conn_.Request("PUT", path, ToJson(lease));
     if (Status st = Check(r, "update lease " + ns_ + "/" + name_); !st.ok()) return st;
     return Remember(r->body);
   }

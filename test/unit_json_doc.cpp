@@ -1,5 +1,6 @@
-// Tests for json_doc.hpp: what JsonDoc reads and how JsonRef finds and decodes values. The
-// error messages for bad text are tested through ParseJson in unit_k8s_json.cpp.
+// Tests for json_doc.hpp: what JsonDoc reads and how JsonRef finds and decodes values (the
+// error messages for bad text are tested through ParseJson in unit_k8s_json.cpp); and for
+// json_write.hpp, which must write what picojson writes.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "json_doc.hpp"
+#include "json_write.hpp"
 #include "k8s_json.hpp"
 
 namespace {
@@ -58,6 +60,29 @@ TEST_CASE("JsonDoc: reads back every value picojson writes", "[json_doc]") {
     CHECK(got.serialize() == want.serialize());
     CHECK(doc.root().Text() == text.substr(0, text.find_last_not_of('\n') + 1));
   }
+}
+
+TEST_CASE("ToJson: writes every value as picojson's compact serialize() does", "[json_write]") {
+  std::mt19937 rng(11);
+  for (int i = 0; i < 3000; ++i) {
+    const picojson::value v = RandomValue(rng, 0);
+    CHECK(ToJson(v) == v.serialize());
+  }
+}
+
+TEST_CASE("ToJson: every byte, alone and between plain characters, escaped as picojson does", "[json_write]") {
+  for (int b = 0; b < 256; ++b) {
+    const std::string c(1, static_cast<char>(b));
+    for (const std::string& s : {c, "ab" + c, c + "cd", "ab" + c + "cd" + c + c + "ef"}) {
+      const picojson::value v(s);
+      INFO("byte " << b);
+      CHECK(ToJson(v) == v.serialize());
+      picojson::object o;
+      o[s] = v;
+      CHECK(ToJson(picojson::value(o)) == picojson::value(o).serialize());
+    }
+  }
+  CHECK(ToJson(picojson::value(std::string("a/b\"c\x7f"))) == R"("a\/b\"c\u007f")");
 }
 
 TEST_CASE("JsonRef: members, items, scalars and their text", "[json_doc]") {
