@@ -324,6 +324,7 @@ class HttpsLoop {
       c->ssl = SSL_new(ctx_);
       if (c->ssl == nullptr || SSL_set_fd(c->ssl, fd) != 1) {
         if (c->ssl != nullptr) SSL_free(c->ssl);
+        ERR_clear_error();
         ::close(fd);
         continue;
       }
@@ -350,6 +351,7 @@ class HttpsLoop {
       int r = SSL_do_handshake(c.ssl);
       if (r != 1) {
         int err = SSL_get_error(c.ssl, r);
+        ERR_clear_error();
         if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
           Interest(c, EPOLLIN | EPOLLRDHUP | (err == SSL_ERROR_WANT_WRITE ? uint32_t{EPOLLOUT} : 0u));
         } else {
@@ -365,10 +367,13 @@ class HttpsLoop {
     if (events & EPOLLOUT) Send(c);
   }
 
+  // OpenSSL's error queue (per thread: this loop's) must be empty before a call whose
+  // SSL_get_error is asked. Only failed calls leave entries, so Read and Send empty it after a
+  // failure rather than before every call: ERR_clear_error costs ~2000 instructions, 3.6 % of
+  // the fake's work in make bench's delete bursts (callgrind).
   void Read(Conn& c) {
     char buf[16384];
     while (true) {
-      ERR_clear_error();
       int n = SSL_read(c.ssl, buf, sizeof buf);
       if (n > 0) {
         c.in.append(buf, static_cast<size_t>(n));
@@ -376,6 +381,7 @@ class HttpsLoop {
         return;  // the socket may hold more: epoll says so (level-triggered), no EAGAIN read
       }
       int err = SSL_get_error(c.ssl, n);
+      ERR_clear_error();
       if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) c.peer_closed = true;
       return;
     }
@@ -383,11 +389,11 @@ class HttpsLoop {
 
   void Send(Conn& c) {
     while (c.out_sent < c.out.size()) {
-      ERR_clear_error();
       size_t left = c.out.size() - c.out_sent;
       int n = SSL_write(c.ssl, c.out.data() + c.out_sent, static_cast<int>(std::min<size_t>(left, 1 << 20)));
       if (n <= 0) {
         int err = SSL_get_error(c.ssl, n);
+        ERR_clear_error();
         if (err != SSL_ERROR_WANT_WRITE && err != SSL_ERROR_WANT_READ) c.peer_closed = true;
         break;
       }
@@ -479,6 +485,7 @@ class HttpsLoop {
     if (flush && c.handshaken && !c.out.empty()) Send(c);
     if (c.handshaken && !c.peer_closed) SSL_shutdown(c.ssl);
     SSL_free(c.ssl);
+    ERR_clear_error();  // a shutdown towards a peer that went away fails (see Read)
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd, nullptr);
     ::close(c.fd);
     conns_.erase(c.fd);  // destroys c
