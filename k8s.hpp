@@ -40,10 +40,15 @@ class TokenSource {
  public:
   TokenSource(std::string token, std::string file) : token_(std::move(token)), file_(std::move(file)) {}
 
-  // The current token; "" when there is none. Re-reads the file if its identity or mtime changed.
+  // The current token; "" when there is none. Re-reads the file if its identity or mtime
+  // changed, looking at most once a second (kubelet writes a new token long before the old
+  // one expires; a 401 makes the next Get look at once).
   std::string Get() {
     std::lock_guard<std::mutex> lock(mu_);
     if (file_.empty()) return token_;
+    const auto now = std::chrono::steady_clock::now();
+    if (loaded_ && now - checked_ < std::chrono::seconds(1)) return token_;
+    checked_ = now;
     struct stat st {};
     if (::stat(file_.c_str(), &st) != 0) return token_;  // keep the last one; the server will say
     if (!loaded_ || st.st_ino != ino_ || st.st_mtim.tv_sec != mtime_.tv_sec || st.st_mtim.tv_nsec != mtime_.tv_nsec ||
@@ -74,6 +79,7 @@ class TokenSource {
   std::string token_;
   std::string file_;
   bool loaded_ = false;
+  std::chrono::steady_clock::time_point checked_;  // when the file was last looked at
   ino_t ino_ = 0;
   struct timespec mtime_ {};
   off_t size_ = 0;
