@@ -78,11 +78,11 @@ class Controller {
       : cfg_(cfg), ep_(std::move(ep)), root_(root),
         recorder_(ep_, "hostpath-provisioner"),
         claims_("PersistentVolumeClaims", api::kClaims, &ClaimFromJson, ep_,
-                [this](const std::string& k) { OnClaim(k); }),
+                [this](const std::string& k, const Claim* c) { OnClaim(k, c); }),
         volumes_("PersistentVolumes", api::kVolumes, &VolumeFromJson, ep_,
-                 [this](const std::string& k) { OnVolume(k); }),
+                 [this](const std::string& k, const Volume* v) { OnVolume(k, v); }),
         classes_("StorageClasses", api::kClasses, &StorageClassFromJson, ep_,
-                 [this](const std::string& k) { OnClass(k); }) {
+                 [this](const std::string& k, const StorageClass*) { OnClass(k); }) {
     for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
   }
 
@@ -151,8 +151,18 @@ class Controller {
     std::atomic<long> busy_since_ms{0};  // 0 when idle
   };
 
-  void OnClaim(const std::string& key) { queue_.Add("claim/" + key); }
-  void OnVolume(const std::string& key) { queue_.Add("volume/" + key); }
+  // A watch event (or a relist) changed a claim: a worker looks at it only if it may need a
+  // volume. A claim that is bound or gone needs nothing; most events of a burst are of those.
+  void OnClaim(const std::string& key, const Claim* now) {
+    if (now != nullptr && ClaimMayNeedVolume(cfg_, *now)) queue_.Add("claim/" + key);
+  }
+  // A volume changed: a worker looks at it if there is something to do (DecideVolume), or if
+  // it is gone (SyncVolume then forgets that it deleted it). Once the cache holds a volume we
+  // made, SyncClaim no longer needs to remember making it.
+  void OnVolume(const std::string& name, const Volume* now) {
+    created_.Erase(name);
+    if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
+  }
   // A class appeared or changed: claims of that class that failed may now succeed.
   void OnClass(const std::string& name) {
     if (!claims_.Synced() || !classes_.Get(name)) return;
@@ -224,7 +234,9 @@ class Controller {
       const size_t kPv = 40;  // "pvc-" + a 36-character uid
       if (d.size() <= kPv + 1 || d[d.size() - kPv - 1] != '-' || d.compare(d.size() - kPv, 4, "pvc-") != 0) continue;
       std::string pv = d.substr(d.size() - kPv);
-      if (volumes_.Get(pv) || pending_uids.count(pv.substr(4)) || created_.Contains(pv)) continue;
+      // created_ before the cache, as in SyncClaim: the watch may move a volume from one to the
+      // other meanwhile (workers are held off, the watches are not).
+      if (created_.Contains(pv) || volumes_.Get(pv) || pending_uids.count(pv.substr(4))) continue;
       Status s = root_->RemoveIfEmpty(d);
       if (s.ok()) {
         LogInfo("removed orphaned directory " + cfg_.pv_dir + "/" + d + ": empty, and no PersistentVolume " + pv +
@@ -260,8 +272,11 @@ class Controller {
     std::optional<StorageClass> sc;
     if (!claim->storage_class_name.empty()) sc = classes_.Get(claim->storage_class_name);
     std::string pv_name = VolumeNameFor(*claim);
+    // Asked before the cache: the volume's watch event puts it in the cache, then forgets that
+    // it was made. Asked the other way round, an event in between would make both say "no".
+    const bool made = created_.Contains(pv_name);
     std::optional<Volume> existing = volumes_.Get(pv_name);
-    if (!existing && created_.Contains(pv_name)) return Done();  // made it; its watch event is on the way
+    if (!existing && made) return Done();  // made it; its watch event is on the way
     Action a = DecideClaim(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr);
     switch (a.kind) {
       case Action::kNothing:
@@ -329,7 +344,6 @@ class Controller {
 
   Outcome SyncVolume(Worker& w, const std::string& name) {
     std::optional<Volume> v = volumes_.Get(name);
-    created_.Erase(name);
     if (!v) {
       deleted_.Erase(name);
       return Done();

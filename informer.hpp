@@ -44,8 +44,8 @@ class Informer {
  public:
   using Parse = Result<T> (*)(JsonRef);
   // Called (outside the cache lock) after each change with the key of the object that was
-  // added, changed or removed.
-  using Handler = std::function<void(const std::string& key)>;
+  // added, changed or removed, and the object as cached now (null when removed).
+  using Handler = std::function<void(const std::string& key, const T* now)>;
 
   Informer(std::string kind, std::string collection, Parse parse, std::shared_ptr<const ApiEndpoint> ep, Handler handler)
       : kind_(std::move(kind)), collection_(std::move(collection)), parse_(parse), conn_(ep), handler_(std::move(handler)),
@@ -170,7 +170,10 @@ class Informer {
     std::unordered_map<std::string, std::string>().swap(fresh);
     ReleaseFreeMemory();  // the previous cache and the list's buffers are gone
     LogDebug(1, kind_ + ": listed " + std::to_string(Size()) + " at resourceVersion " + list_rv);
-    for (const std::string& key : changed) handler_(key);
+    for (const std::string& key : changed) {
+      std::optional<T> now = Get(key);  // unpacked one at a time: a relist may bring 10 000
+      handler_(key, now ? &*now : nullptr);
+    }
     return Status::Ok();
   }
 
@@ -216,15 +219,16 @@ class Informer {
     SlimForCache(&*obj);
     std::string key = KeyOf(obj->meta);
     *rv = obj->meta.resource_version;
+    const bool removed = ev->type == "DELETED";
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (ev->type == "DELETED") {
+      if (removed) {
         items_.erase(key);
       } else {
         items_[key] = Pack(*obj);
       }
     }
-    handler_(key);
+    handler_(key, removed ? nullptr : &*obj);
     return Status::Ok();
   }
 

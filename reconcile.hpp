@@ -159,6 +159,14 @@ inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageCl
   return v;
 }
 
+// Could DecideClaim do anything for this claim, whatever its class and volume? Only a claim
+// of ours that waits for a volume: the controller hands no other claim to a worker (a watch
+// event of a bound or deleted claim wakes nobody). These are DecideClaim's first checks.
+inline bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim) {
+  return ClaimIsOurs(cfg, claim) && !claim.meta.deleting && claim.volume_name.empty() &&
+         (claim.phase.empty() || claim.phase == "Pending");
+}
+
 // What to do for a claim. `sc` is its class (nullptr if not in the cache); `existing` is the
 // PV named for it (nullptr if none).
 inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* existing) {

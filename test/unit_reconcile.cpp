@@ -129,7 +129,20 @@ TEST_CASE("claims that are not ours, or not pending, are left alone", "[reconcil
     r.change(claim);
     INFO(r.name);
     CHECK(DecideClaim(TestConfig(), claim, &sc, r.with_existing ? &existing : nullptr).kind == Action::kNothing);
+    // The controller's filter agrees: none but the last (which depends on the volume) reaches a worker.
+    CHECK(ClaimMayNeedVolume(TestConfig(), claim) == r.with_existing);
   }
+}
+
+TEST_CASE("a claim that may need a volume: ours, unbound, pending, whatever its class says", "[reconcile]") {
+  Claim claim = OurClaim();
+  CHECK(ClaimMayNeedVolume(TestConfig(), claim));
+  claim.phase.clear();  // as a claim is before the PV controller's first status write
+  CHECK(ClaimMayNeedVolume(TestConfig(), claim));
+  // Failures are DecideClaim's to report, so such claims must reach a worker.
+  claim.storage_request.clear();
+  CHECK(ClaimMayNeedVolume(TestConfig(), claim));
+  CHECK(DecideClaim(TestConfig(), claim, nullptr, nullptr).kind == Action::kFail);
 }
 
 TEST_CASE("a class of another provisioner is not ours even if the claim says so", "[reconcile]") {
