@@ -14,6 +14,10 @@
 
 #include "status.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace json_text {
 
 // `text` made one line: control characters become spaces.
@@ -259,9 +263,10 @@ class JsonDoc::Reader {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\r' || s_[i_] == '\t')) ++i_;
   }
   // The end of the run of plain ASCII in a string (no quote, backslash, control or non-ASCII
-  // byte) that starts at `from`. A table and local pointers: this loop was 12 % of the
-  // provisioner's instructions in make bench's bursts when it compared each byte four ways
-  // and stored the member index at every step.
+  // byte) that starts at `from`. Sixteen bytes at a time where SSE2 is there (every x86-64),
+  // then a table, with local pointers: this loop was 12 % of the provisioner's instructions in
+  // make bench's bursts when it compared each byte four ways and stored the member index at
+  // every step.
   size_t PlainRunEnd(size_t from) const {
     static constexpr auto kPlain = [] {
       std::array<bool, 256> t{};
@@ -270,6 +275,17 @@ class JsonDoc::Reader {
     }();
     const char* p = s_.data() + from;
     const char* const end = s_.data() + s_.size();
+#if defined(__SSE2__)
+    // As signed bytes, both control characters and bytes from 0x80 are below 0x20.
+    const __m128i space = _mm_set1_epi8(0x20), quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+    for (; end - p >= 16; p += 16) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      const __m128i stop =
+          _mm_or_si128(_mm_cmplt_epi8(v, space), _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)));
+      if (const int mask = _mm_movemask_epi8(stop); mask != 0)
+        return static_cast<size_t>(p - s_.data()) + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
+    }
+#endif
     while (p != end && kPlain[static_cast<unsigned char>(*p)]) ++p;
     return static_cast<size_t>(p - s_.data());
   }

@@ -140,6 +140,38 @@ TEST_CASE("JsonDoc: strings keep NUL and every escape", "[json_doc]") {
   CHECK(got == std::vector<std::string>{std::string("a\0b", 3), "\b\f\n\r\t\"\\/", "\xe2\x82\xac\xc3\xa9", "plain"});
 }
 
+TEST_CASE("JsonDoc: a string's special bytes are found at every offset of a long run", "[json_doc]") {
+  // Runs are scanned sixteen bytes at a time: put each kind of byte that ends a run at every
+  // place of the first three blocks, in strings of every length around them.
+  const std::string plain = "abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVW";
+  struct Special {
+    std::string raw, decoded;
+    bool valid;
+  };
+  const Special specials[] = {{"\\\"", "\"", true},    {"\\\\", "\\", true}, {"\\n", "\n", true},
+                              {"\xc3\xa9", "\xc3\xa9", true}, {"\x01", "", false},    {"\x7f", "\x7f", true},
+                              {"\xff", "", false},        {"\x1f", "", false}};
+  for (const Special& sp : specials) {
+    for (size_t at = 0; at <= 48; ++at) {
+      for (size_t after : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{17}}) {
+        const std::string text = "\"" + plain.substr(0, at) + sp.raw + plain.substr(0, after) + "\"";
+        INFO("special " << sp.raw << " at " << at << ", " << after << " after");
+        JsonDoc doc;
+        const bool ok = doc.Read(text).ok();
+        CHECK(ok == sp.valid);
+        if (ok) CHECK(doc.root().String() == plain.substr(0, at) + sp.decoded + plain.substr(0, after));
+      }
+    }
+  }
+  for (size_t n = 0; n <= 48; ++n) {  // and no special byte at all
+    const std::string text = "\"" + plain.substr(0, n) + "\"";  // a document reads its text in place
+    JsonDoc doc;
+    REQUIRE(doc.Read(text).ok());
+    CHECK(doc.root().String() == plain.substr(0, n));
+    CHECK_FALSE(doc.Read(std::string_view(text).substr(0, text.size() - 1)).ok());  // unterminated
+  }
+}
+
 TEST_CASE("JsonDoc: a failed read leaves nothing, and a document can be read again", "[json_doc]") {
   JsonDoc doc;
   const std::string good = R"({"a":[1,2,3]})";
