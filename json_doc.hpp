@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -230,6 +231,47 @@ inline std::string Unescape(std::string_view raw) {
     }
   }
   return out;
+}
+
+// s as a JSON string literal, escaped as picojson escapes it ('/' too, control characters and
+// DEL as \u00XX), copying runs of plain characters at once. json_write.hpp and the fake's
+// JSON writer use it.
+inline void AppendJsonString(std::string& out, std::string_view s) {
+  // kEscape[c]: 0 = copied as is, else the character after the backslash ('u' = \u00XX).
+  static const auto kEscape = [] {
+    std::array<char, 256> t{};
+    for (int c = 0; c < 0x20; ++c) t[c] = 'u';
+    t[0x7f] = 'u';
+    t['"'] = '"';
+    t['\\'] = '\\';
+    t['/'] = '/';
+    t['\b'] = 'b';
+    t['\f'] = 'f';
+    t['\n'] = 'n';
+    t['\r'] = 'r';
+    t['\t'] = 't';
+    return t;
+  }();
+  out += '"';
+  const char* p = s.data();
+  const size_t n = s.size();
+  size_t run = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const char e = kEscape[static_cast<unsigned char>(p[i])];
+    if (e == 0) continue;
+    out.append(p + run, i - run);
+    run = i + 1;
+    if (e != 'u') {
+      const char pair[2] = {'\\', e};
+      out.append(pair, 2);
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", p[i] & 0xff);
+      out += buf;
+    }
+  }
+  out.append(p + run, n - run);
+  out += '"';
 }
 
 }  // namespace json_text

@@ -24,6 +24,8 @@
 #include <variant>
 #include <vector>
 
+#include "json_doc.hpp"
+
 namespace fake {
 
 class Json;
@@ -210,44 +212,7 @@ inline bool operator==(const Json& a, const Json& b) {
   return a.get<JsonObject>() == b.get<JsonObject>();
 }
 
-// s as a JSON string literal, escaped as picojson escapes it.
-inline void AppendJsonString(std::string& out, std::string_view s) {
-  // kEscape[c]: 0 = copied as is, else the character after the backslash ('u' = \u00XX).
-  static const auto kEscape = [] {
-    std::array<char, 256> t{};
-    for (int c = 0; c < 0x20; ++c) t[c] = 'u';
-    t[0x7f] = 'u';
-    t['"'] = '"';
-    t['\\'] = '\\';
-    t['/'] = '/';
-    t['\b'] = 'b';
-    t['\f'] = 'f';
-    t['\n'] = 'n';
-    t['\r'] = 'r';
-    t['\t'] = 't';
-    return t;
-  }();
-  out += '"';
-  const char* p = s.data();
-  const size_t n = s.size();
-  size_t run = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const char e = kEscape[static_cast<unsigned char>(p[i])];
-    if (e == 0) continue;
-    out.append(p + run, i - run);
-    run = i + 1;
-    if (e != 'u') {
-      const char pair[2] = {'\\', e};
-      out.append(pair, 2);
-    } else {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", p[i] & 0xff);
-      out += buf;
-    }
-  }
-  out.append(p + run, n - run);
-  out += '"';
-}
+using json_text::AppendJsonString;
 
 // Byte for byte picojson's serialize(), copying runs of plain characters at once. The texts of
 // members one and two levels down are kept: deeper ones are short and would be kept many times.
