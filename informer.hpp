@@ -180,7 +180,7 @@ class Informer {
   Status Watch(std::string* rv) {
     std::uniform_int_distribution<int> spread(300, 600);  // like client-go: 5 to 10 minutes
     int timeout = spread(rng_);
-    std::string path = collection_ + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + *rv +
+    std::string path = collection_ + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + api::QueryEscape(*rv) +
                        "&timeoutSeconds=" + std::to_string(timeout);
     Status event_error;
     Status s = conn_.Stream(

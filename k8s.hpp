@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -15,15 +16,13 @@
 #include <mutex>
 #include <string>
 
-#include <httplib.h>
-
+#include "http_client.hpp"
 #include "json_write.hpp"
 #include "k8s_json.hpp"
 #include "kubeconfig.hpp"
 #include "log.hpp"
 #include "objects.hpp"
 #include "status.hpp"
-#include "tls_client.hpp"
 
 // Resource collection paths (cluster-wide).
 namespace api {
@@ -32,6 +31,23 @@ inline constexpr const char* kVolumes = "/api/v1/persistentvolumes";
 inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses";
 inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
 inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
+
+// A value for a query string: all but unreserved characters percent-encoded (as Go's
+// url.QueryEscape, with %20 for a space).
+inline std::string QueryEscape(const std::string& v) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : v) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 15]);
+    }
+  }
+  return out;
+}
 }  // namespace api
 
 // A bearer token, from a string or a file. The file is re-read when it changes (bound
@@ -204,11 +220,7 @@ class ApiConnection {
   Status Init() {
     auto tls = ep_->Tls();
     if (!tls.ok()) return tls.status();
-    cli_ = std::make_unique<TlsClient>(*tls, ep_->host, ep_->port);
-    cli_->set_keep_alive(true);
-    cli_->set_tcp_nodelay(true);  // a request is headers + body: don't wait for delayed ACKs
-    cli_->set_connection_timeout(std::chrono::seconds(10));
-    cli_->set_write_timeout(std::chrono::seconds(30));
+    cli_ = std::make_unique<HttpsClient>(*tls, ep_->host, ep_->port);
     return Status::Ok();
   }
 
@@ -231,20 +243,19 @@ class ApiConnection {
   // or the answer is not 200 (its Status). A 401 makes the token be re-read for next time.
   Status Stream(const std::string& path, const std::function<bool(const std::string&)>& on_line,
                 std::chrono::seconds read_timeout) {
-    cli_->set_read_timeout(read_timeout);
     last_retry_after_ = 0;
-    httplib::Headers headers = Headers();
+    std::string headers = Headers();
     int code = 0;
     int retry_after = 0;
     std::string error_body;
     WatchLineSplitter splitter;
     Status split_status;
     bool stopped_by_caller = false;
-    auto res = cli_->Get(
-        path.c_str(), headers,
-        [&](const httplib::Response& r) {
-          code = r.status;
-          if (r.has_header("Retry-After")) retry_after = std::atoi(r.get_header_value("Retry-After").c_str());
+    HttpsClient::Error e = cli_->Send(
+        {"GET", path, headers, "", "", read_timeout},
+        [&](const HttpsClient::Head& h) {
+          code = h.status;
+          retry_after = h.retry_after;
           return true;
         },
         [&](const char* data, size_t n) {
@@ -257,34 +268,33 @@ class ApiConnection {
           });
           return split_status.ok() && !stopped_by_caller;
         });
-    Observe("watch", path, res ? res->status : 0);
+    Observe("watch", path, code);
     if (stopped_by_caller) return Status::Ok();
     if (!split_status.ok()) return split_status.Wrap("watch " + path);
     if (code == 401 && ep_->token) ep_->token->Invalidate();
     if (code != 0 && code != 200) {
-      Status s(k8s_detail::CodeFor(code), StatusMessage(code, error_body));
       last_retry_after_ = retry_after;
-      return s;
+      return Status(k8s_detail::CodeFor(code), StatusMessage(code, error_body));
     }
-    if (!res && res.error() != httplib::Error::Canceled)
-      return Status(Status::kUnavailable, "watch " + path + ": " + httplib::to_string(res.error()));
+    if (e != HttpsClient::Error::kNone && e != HttpsClient::Error::kCanceled) return Unreachable("watch " + path, e);
     return Status::Ok();
   }
 
   // Aborts a request or stream in progress on another thread.
   void Stop() {
-    if (cli_) cli_->stop();
+    if (cli_) cli_->Stop();
   }
 
   // The Retry-After of the last answer (request or stream), in seconds (0 if none).
   int last_retry_after() const { return last_retry_after_; }
 
  private:
-  httplib::Headers Headers() const {
-    httplib::Headers h = {{"Accept", "application/json"}, {"User-Agent", "hostpath-provisioner"}};
+  // Accept, User-Agent and the bearer token, as header lines.
+  std::string Headers() const {
+    std::string h = "Accept: application/json\r\nUser-Agent: hostpath-provisioner\r\n";
     if (ep_->token) {
       std::string t = ep_->token->Get();
-      if (!t.empty()) h.emplace("Authorization", "Bearer " + t);
+      if (!t.empty()) h.append("Authorization: Bearer ").append(t).append("\r\n");
     }
     return h;
   }
@@ -304,43 +314,35 @@ class ApiConnection {
     return "delete";
   }
 
+  // A transport failure as an Unavailable status that says what failed and where.
+  Status Unreachable(const std::string& what, HttpsClient::Error e) const {
+    std::string why = cli_->Describe(e);
+    if (e == HttpsClient::Error::kVerify)
+      why = "the server's TLS certificate was refused: " + std::string(X509_verify_cert_error_string(cli_->verify_result())) +
+            " (it must be signed by the configured CA and name " + ep_->host + ")";
+    return Status(Status::kUnavailable, what + ": " + why + " talking to " + ep_->description);
+  }
+
   Result<HttpResponse> Once(const std::string& method, const std::string& path, const std::string& body,
                             const std::string& content_type, std::chrono::seconds timeout) {
-    cli_->set_read_timeout(timeout);
-    last_retry_after_ = 0;
-    httplib::Headers headers = Headers();
-    httplib::Result res{nullptr, httplib::Error::Unknown};
-    if (method == "GET") {
-      res = cli_->Get(path.c_str(), headers);
-    } else if (method == "POST") {
-      res = cli_->Post(path.c_str(), headers, body, content_type.c_str());
-    } else if (method == "PUT") {
-      res = cli_->Put(path.c_str(), headers, body, content_type.c_str());
-    } else if (method == "PATCH") {
-      res = cli_->Patch(path.c_str(), headers, body, content_type.c_str());
-    } else if (method == "DELETE") {
-      res = cli_->Delete(path.c_str(), headers, body, content_type.c_str());
-    } else {
+    if (method != "GET" && method != "POST" && method != "PUT" && method != "PATCH" && method != "DELETE")
       return Status::Error("unsupported method " + method);
-    }
-    Observe(VerbOf(method, path), path, res ? res->status : 0);
-    if (!res) {
-      std::string why = httplib::to_string(res.error());
-      if (res.error() == httplib::Error::SSLServerVerification)
-        why = "the server's TLS certificate was refused: " + std::string(X509_verify_cert_error_string(cli_->verify_result())) +
-              " (it must be signed by the configured CA and name " + ep_->host + ")";
-      return Status(Status::kUnavailable, method + " " + path + ": " + why + " talking to " + ep_->description);
-    }
+    last_retry_after_ = 0;
+    std::string headers = Headers();
+    HttpsClient::Response res;
+    HttpsClient::Error e = cli_->Send({method, path, headers, body.empty() ? "" : content_type, body, timeout}, &res);
+    Observe(VerbOf(method, path), path, e == HttpsClient::Error::kNone ? res.status : 0);
+    if (e != HttpsClient::Error::kNone) return Unreachable(method + " " + path, e);
     HttpResponse out;
-    out.status = res->status;
-    out.body = std::move(res->body);
-    if (res->has_header("Retry-After")) out.retry_after = std::atoi(res->get_header_value("Retry-After").c_str());
+    out.status = res.status;
+    out.body = std::move(res.body);
+    out.retry_after = res.retry_after;
     last_retry_after_ = out.retry_after;
     return out;
   }
 
   std::shared_ptr<const ApiEndpoint> ep_;
-  std::unique_ptr<TlsClient> cli_;
+  std::unique_ptr<HttpsClient> cli_;
   int last_retry_after_ = 0;
 };
 
@@ -361,7 +363,7 @@ class KubeApi {
   Result<ListPage> List(const std::string& collection, const std::string& continue_token,
                         const std::function<void(JsonRef)>& on_item) {
     std::string path = collection + "?limit=500";
-    if (!continue_token.empty()) path += "&continue=" + httplib::detail::encode_query_param(continue_token);
+    if (!continue_token.empty()) path += "&continue=" + api::QueryEscape(continue_token);
     auto r = conn_->Request("GET", path);
     if (Status s = Check(r, "list " + collection); !s.ok()) return s;
     Result<ListPage> page = ParseList(r->body, on_item);

@@ -1,27 +1,33 @@
-// The HTTPS client of k8s.hpp: httplib's HTTP client over our own TLS, with one TLS context
-// shared by every connection to a server.
+// TLS to the API server: one context shared by every connection to a server, and the
+// connection itself (dial with a time limit, handshake, OpenSSL's checks of the server's
+// certificate, whole reads and writes). HTTP on top of it is http_client.hpp.
 //
-// httplib::SSLClient makes an SSL_CTX per client, and OpenSSL 3 gives each its own cipher,
-// group and signature-algorithm tables, CA store and session cache: 15 KiB or more per
-// connection, with eight connections (watches, workers, events). TlsContext is made once per
-// API server; TlsClient is httplib's plain client whose connections it turns into TLS
-// connections, sends through a TlsStream (tls_stream.hpp), and verifies with OpenSSL's own
-// checks: chain to the configured CA, then the server's name or IP address.
+// One SSL_CTX per server, not per connection: OpenSSL 3 gives each context its own cipher,
+// group and signature-algorithm tables, CA store and session cache, 15 KiB or more, and the
+// provisioner keeps eight connections (watches, workers, events).
 #pragma once
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 
-#include <httplib.h>
-
 #include "status.hpp"
-#include "tls_stream.hpp"
 
 // What every connection to one server shares: the SSL_CTX with the trusted CAs (or none, when
 // verification is off) and the client certificate. Immutable once made; thread-safe.
@@ -103,83 +109,222 @@ class TlsContext {
   bool verify_ = false;
 };
 
-// httplib's client over TLS connections of a shared TlsContext. Like httplib's clients, one
-// request at a time; stop() may be called from another thread.
-class TlsClient final : public httplib::ClientImpl {
+// One TLS connection to a server, used by one thread at a time; Abort() may be called from
+// any other thread. Reads block up to the read timeout (the socket's SO_RCVTIMEO: a poll()
+// before each read cost as much as the read), writes up to the write timeout (SO_SNDTIMEO).
+// With OpenSSL's read-ahead one read() takes in what has arrived.
+class TlsSocket {
  public:
-  TlsClient(std::shared_ptr<const TlsContext> tls, const std::string& host, int port)
-      : httplib::ClientImpl(host, port), tls_(std::move(tls)) {}
-  ~TlsClient() override {
-    std::lock_guard<std::mutex> guard(socket_mutex_);
-    FreeSsl(socket_, false);  // the base destructor closes the socket, and wants no SSL left
+  enum class Error {
+    kNone,
+    kResolve,         // the host name did not resolve
+    kConnect,         // refused, unreachable, or no answer within the connect timeout
+    kHandshake,       // the TLS handshake failed
+    kVerify,          // the server's certificate was refused (see verify_result())
+    kWrite,           // the connection broke (or stalled) while sending
+    kTimeout,         // nothing arrived within the read timeout
+    kClosed,          // the server closed the connection
+    kCanceled,        // Abort() was called
+  };
+
+  TlsSocket() = default;
+  ~TlsSocket() { Close(); }
+  TlsSocket(const TlsSocket&) = delete;
+  TlsSocket& operator=(const TlsSocket&) = delete;
+
+  // Dials host:port, then shakes hands and checks the server's certificate: it must chain to
+  // the context's CAs and name `host` (an IP address is checked against the IP entries).
+  Error Open(const TlsContext& tls, const std::string& host, int port, std::chrono::milliseconds connect_timeout,
+             std::chrono::milliseconds write_timeout) {
+    Close();
+    verify_result_ = X509_V_OK;
+    detail_.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      aborted_ = false;
+    }
+    if (Error e = Dial(host, port, connect_timeout); e != Error::kNone) return e;
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // a request is one write: no delayed ACKs
+    SetTimeout(SO_SNDTIMEO, write_timeout);
+    SetTimeout(SO_RCVTIMEO, connect_timeout);  // bounds the handshake
+    read_timeout_ = connect_timeout;
+    ssl_ = SSL_new(tls.ctx());
+    if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) return Fail(Error::kHandshake, "cannot set up TLS");
+    in6_addr ip{};
+    bool is_ip = inet_pton(AF_INET, host.c_str(), &ip) == 1 || inet_pton(AF_INET6, host.c_str(), &ip) == 1;
+    if (!is_ip) SSL_set_tlsext_host_name(ssl_, host.c_str());  // SNI names hosts, never addresses
+    if (tls.verify()) {
+      X509_VERIFY_PARAM* param = SSL_get0_param(ssl_);
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) != 1
+                : X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0) != 1)
+        return Fail(Error::kHandshake, "cannot check the name \"" + host + "\"");
+    }
+    int rc = SSL_connect(ssl_);
+    int err = errno;
+    verify_result_ = SSL_get_verify_result(ssl_);
+    ERR_clear_error();
+    if (rc == 1) return Error::kNone;
+    if (aborted_) return Fail(Error::kCanceled, "");
+    if (verify_result_ != X509_V_OK) return Fail(Error::kVerify, X509_verify_cert_error_string(verify_result_));
+    return Fail(Error::kHandshake, err == EAGAIN || err == EWOULDBLOCK ? "no answer within the connect timeout"
+                                   : err != 0                          ? std::strerror(err)
+                                                                       : "refused by the server");
   }
 
-  // The verification result of the last handshake (X509_V_OK = 0 when it passed or was off).
+  bool is_open() const { return ssl_ != nullptr; }
+
+  // True if an open connection may carry another request: no byte and no close is waiting on
+  // it (after a complete answer nothing should arrive but the server's close). One recv().
+  bool Reusable() const { return ssl_ != nullptr && !aborted_ && SSL_pending(ssl_) == 0 && NothingWaiting(fd_); }
+
+  // How long a read waits for data; set on the socket only when it changes.
+  void SetReadTimeout(std::chrono::milliseconds t) {
+    if (t == read_timeout_ || fd_ < 0) return;
+    SetTimeout(SO_RCVTIMEO, t);
+    read_timeout_ = t;
+  }
+
+  // Sends all of p[0, n) (as one TLS record, up to 16 KiB).
+  Error Write(const char* p, size_t n) {
+    size_t written = 0;
+    if (SSL_write_ex(ssl_, p, n, &written) == 1) return Error::kNone;
+    int err = errno;
+    ERR_clear_error();
+    if (aborted_) return Error::kCanceled;
+    detail_ = err == EAGAIN || err == EWOULDBLOCK ? "the server took no data within the write timeout"
+              : err != 0                          ? std::strerror(err)
+                                                  : "the connection broke";
+    return Error::kWrite;
+  }
+
+  // Reads what has arrived, up to `cap` bytes, waiting for it up to the read timeout.
+  Error Read(char* buf, size_t cap, size_t* got) {
+    while (true) {
+      if (SSL_read_ex(ssl_, buf, cap, got) == 1) return Error::kNone;
+      int err = errno;
+      int e = SSL_get_error(ssl_, 0);
+      ERR_clear_error();
+      if (aborted_) return Error::kCanceled;
+      if (e == SSL_ERROR_WANT_READ && err == EINTR) continue;
+      if (e == SSL_ERROR_WANT_READ || ((e == SSL_ERROR_SYSCALL) && (err == EAGAIN || err == EWOULDBLOCK)))
+        return Error::kTimeout;
+      return Error::kClosed;  // a close_notify, an end without one, a reset, a broken record
+    }
+  }
+
+  // Ends the connection (telling the server, if it is still whole).
+  void Close() {
+    int fd;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fd = fd_;
+      fd_ = -1;
+    }
+    if (ssl_ != nullptr) {
+      if (!aborted_ && fd >= 0 && NothingWaiting(fd)) SSL_shutdown(ssl_);
+      SSL_free(ssl_);
+      ssl_ = nullptr;
+      ERR_clear_error();
+    }
+    if (fd >= 0) ::close(fd);
+  }
+
+  // From any thread: makes a dial, read or write in progress fail with kCanceled now. The
+  // connection is then dead; the next Open() makes a new one.
+  void Abort() {
+    std::lock_guard<std::mutex> lock(mu_);
+    aborted_ = true;
+    if (fd_ >= 0) ::shutdown(fd_, SHUT_RDWR);
+  }
+
+  // The certificate check of the last handshake (X509_V_OK when it passed or was off).
   long verify_result() const { return verify_result_; }
+  // What went wrong, in words, for the last error ("Connection refused").
+  const std::string& detail() const { return detail_; }
 
  private:
-  bool create_and_connect_socket(Socket& socket, httplib::Error& error) override {
-    if (!httplib::ClientImpl::create_and_connect_socket(socket, error)) return false;
-    SSL* ssl = SSL_new(tls_->ctx());
-    if (ssl == nullptr || SSL_set_fd(ssl, socket.sock) != 1) {
-      SSL_free(ssl);
-      error = httplib::Error::SSLConnection;
-      return false;
+  Error Dial(const std::string& host, int port, std::chrono::milliseconds timeout) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* list = nullptr;
+    if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list); rc != 0) {
+      detail_ = ::gai_strerror(rc);
+      return Error::kResolve;
     }
-    socket.ssl = ssl;
-    in6_addr ip{};
-    bool is_ip = inet_pton(AF_INET, host_.c_str(), &ip) == 1 || inet_pton(AF_INET6, host_.c_str(), &ip) == 1;
-    if (!is_ip) SSL_set_tlsext_host_name(ssl, host_.c_str());  // SNI names hosts, never addresses
-    if (tls_->verify()) {
-      X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-      if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, host_.c_str()) != 1
-                : X509_VERIFY_PARAM_set1_host(param, host_.c_str(), 0) != 1) {
-        FreeSsl(socket, false);
-        error = httplib::Error::SSLConnection;
-        return false;
+    Error result = Error::kConnect;
+    for (addrinfo* a = list; a != nullptr; a = a->ai_next) {
+      int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+      if (fd < 0) {
+        detail_ = std::strerror(errno);
+        continue;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        fd_ = fd;
+        if (aborted_) ::shutdown(fd, SHUT_RDWR);
+      }
+      if (Connect(fd, a, timeout)) {
+        ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+        result = Error::kNone;
+        break;
+      }
+      Close();
+      if (aborted_) {
+        result = Error::kCanceled;
+        break;
       }
     }
-    // The handshake is bounded by the connection timeout, the requests by their read timeout.
-    timeval tv{static_cast<time_t>(connection_timeout_sec_), static_cast<suseconds_t>(connection_timeout_usec_)};
-    ::setsockopt(socket.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    timeout_sock_ = INVALID_SOCKET;
-    int rc = SSL_connect(ssl);
-    verify_result_ = SSL_get_verify_result(ssl);
-    ERR_clear_error();
-    if (rc != 1) {
-      FreeSsl(socket, false);
-      error = verify_result_ != X509_V_OK ? httplib::Error::SSLServerVerification : httplib::Error::SSLConnection;
+    ::freeaddrinfo(list);
+    return result;
+  }
+
+  bool Connect(int fd, const addrinfo* a, std::chrono::milliseconds timeout) {
+    if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) return true;
+    if (errno != EINPROGRESS) {
+      detail_ = std::strerror(errno);
       return false;
     }
-    return true;
-  }
-
-  void shutdown_ssl(Socket& socket, bool gracefully) override { FreeSsl(socket, gracefully); }
-
-  bool process_socket(const Socket& socket, std::function<bool(httplib::Stream&)> callback) override {
-    // The read timeout can change between requests on one connection (a watch, a write).
-    timeval tv{static_cast<time_t>(read_timeout_sec_), static_cast<suseconds_t>(read_timeout_usec_)};
-    if (socket.sock != timeout_sock_ || tv.tv_sec != timeout_.tv_sec || tv.tv_usec != timeout_.tv_usec) {
-      if (::setsockopt(socket.sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) != 0) return false;
-      timeout_sock_ = socket.sock;
-      timeout_ = tv;
+    pollfd p{fd, POLLOUT, 0};
+    int rc;
+    while ((rc = ::poll(&p, 1, static_cast<int>(timeout.count()))) < 0 && errno == EINTR) {
     }
-    TlsStream strm(socket.sock, socket.ssl);
-    bool ok = callback(strm);
-    return strm.Flush() && ok;
+    if (rc == 0) {
+      detail_ = "no answer within " + std::to_string(timeout.count() / 1000) + " s";
+      return false;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+    if (err != 0) detail_ = std::strerror(err);
+    return err == 0;
   }
 
-  static void FreeSsl(Socket& socket, bool gracefully) {
-    if (socket.ssl == nullptr) return;
-    if (gracefully) SSL_shutdown(socket.ssl);
-    SSL_free(socket.ssl);
-    socket.ssl = nullptr;
-    ERR_clear_error();
+  void SetTimeout(int which, std::chrono::milliseconds t) {
+    timeval tv{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
+    ::setsockopt(fd_, SOL_SOCKET, which, &tv, sizeof tv);
   }
 
-  std::shared_ptr<const TlsContext> tls_;
+  static bool NothingWaiting(int fd) {
+    char c;
+    ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+  }
+
+  Error Fail(Error e, std::string detail) {
+    detail_ = std::move(detail);
+    Close();
+    return e;
+  }
+
+  mutable std::mutex mu_;  // guards fd_ against Abort() while it is closed and reused
+  int fd_ = -1;
+  SSL* ssl_ = nullptr;
+  std::atomic<bool> aborted_{false};
+  std::chrono::milliseconds read_timeout_{-1};
   long verify_result_ = X509_V_OK;
-  socket_t timeout_sock_ = INVALID_SOCKET;  // the socket whose SO_RCVTIMEO is timeout_
-  timeval timeout_{};
+  std::string detail_;
 };

@@ -63,7 +63,7 @@
 #include <vector>
 
 #include "test/harness.hpp"
-#include "tls_client.hpp"
+#include "http_client.hpp"
 
 namespace {
 
@@ -179,27 +179,21 @@ long CountEntries(const std::string& path) {
 // One keep-alive HTTPS connection with a bearer token. Not thread-safe: one per thread.
 class Api {
  public:
-  Api(int port, const std::string& ca_file, std::string token) : cli_(TlsTo(ca_file), "127.0.0.1", port), token_(std::move(token)) {
-    cli_.set_keep_alive(true);
-    cli_.set_tcp_nodelay(true);
-    cli_.set_read_timeout(std::chrono::seconds(60));
-  }
+  Api(int port, const std::string& ca_file, std::string token)
+      : cli_(TlsTo(ca_file), "127.0.0.1", port), auth_("Authorization: Bearer " + token + "\r\n") {}
 
   // Sends one request; code 0 and the transport error in body if it failed. The body is
   // parsed as JSON only when `parse` is set.
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "", bool parse = true) {
-    httplib::Headers h = {{"Authorization", "Bearer " + token_}};
-    httplib::Result r{nullptr, httplib::Error::Unknown};
-    if (method == "GET") r = cli_.Get(path.c_str(), h);
-    if (method == "POST") r = cli_.Post(path.c_str(), h, body, "application/json");
-    if (method == "DELETE") r = cli_.Delete(path.c_str(), h, body, "application/json");
+    HttpsClient::Response r;
+    HttpsClient::Error e = cli_.Send({method, path, auth_, "application/json", body, std::chrono::seconds(60)}, &r);
     Reply out;
-    if (!r) {
-      out.body = httplib::to_string(r.error());
+    if (e != HttpsClient::Error::kNone) {
+      out.body = cli_.Describe(e);
       return out;
     }
-    out.code = r->status;
-    out.body = std::move(r->body);
+    out.code = r.status;
+    out.body = std::move(r.body);
     if (parse) picojson::parse(out.json, out.body);
     return out;
   }
@@ -219,8 +213,8 @@ class Api {
     return tls;
   }
 
-  TlsClient cli_;  // the provisioner's transport (tls_client.hpp), for a like-for-like baseline
-  std::string token_;
+  HttpsClient cli_;  // the provisioner's transport (http_client.hpp), for a like-for-like baseline
+  std::string auth_;
 };
 
 // Who runs where. With two CPUs or more, the fake API server gets the last one to itself, and

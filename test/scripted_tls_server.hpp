@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "test/fake_tls.hpp"
-#include "tls_client.hpp"
+#include "http_client.hpp"
 
 class ScriptedServer {
  public:
@@ -51,13 +51,10 @@ class ScriptedServer {
   const std::string& ca_pem() const { return ca_pem_; }
 
   // A client that trusts this server's test CA.
-  std::unique_ptr<TlsClient> Client() const {
+  std::unique_ptr<HttpsClient> Client() const {
     auto tls = TlsContext::Make({ca_pem_, "", "", true});
     REQUIRE(tls.ok());
-    auto cli = std::make_unique<TlsClient>(*tls, "127.0.0.1", port_);
-    cli->set_keep_alive(true);
-    cli->set_read_timeout(std::chrono::seconds(5));
-    return cli;
+    return std::make_unique<HttpsClient>(*tls, "127.0.0.1", port_);
   }
 
  private:

@@ -1,4 +1,4 @@
-// TlsContext and TlsClient: whom the client trusts (the configured CA, the server's name or
+// TlsContext and TlsSocket (through HttpsClient): whom the client trusts (the configured CA, the server's name or
 // address), the client certificate it presents, and the messages a user sees when TLS fails.
 #include <signal.h>
 
@@ -75,20 +75,25 @@ struct HelloServer {
   }
 };
 
-std::unique_ptr<TlsClient> ClientOf(const TlsContext::Options& o, const std::string& host, int port) {
+std::unique_ptr<HttpsClient> ClientOf(const TlsContext::Options& o, const std::string& host, int port) {
   auto tls = TlsContext::Make(o);
   REQUIRE(tls.ok());
-  auto cli = std::make_unique<TlsClient>(*tls, host, port);
-  cli->set_read_timeout(std::chrono::seconds(5));
-  cli->set_connection_timeout(std::chrono::seconds(5));
+  auto cli = std::make_unique<HttpsClient>(*tls, host, port);
+  cli->set_connect_timeout(std::chrono::seconds(5));
   return cli;
 }
 
+// GET /version through `cli`: kNone, or what went wrong.
+HttpsClient::Error Get(HttpsClient& cli, HttpsClient::Response* out = nullptr) {
+  HttpsClient::Response r;
+  return cli.Send({"GET", "/version", "", "", "", std::chrono::seconds(5)}, out != nullptr ? out : &r);
+}
+
 // A request through `cli` that must reach the HelloServer.
-void ExpectHello(TlsClient& cli) {
-  auto r = cli.Get("/version");
-  REQUIRE(r);
-  CHECK(r->body == "hello");
+void ExpectHello(HttpsClient& cli) {
+  HttpsClient::Response r;
+  REQUIRE(Get(cli, &r) == HttpsClient::Error::kNone);
+  CHECK(r.body == "hello");
 }
 
 // The endpoint of https://127.0.0.1:port that trusts ca_pem.
@@ -113,9 +118,7 @@ TEST_CASE("the server's certificate must chain to the configured CA") {
   ExpectHello(*ClientOf({ca.pem(), "", "", true}, "127.0.0.1", hello.server.port()));
 
   auto wrong = ClientOf({other.pem(), "", "", true}, "127.0.0.1", hello.server.port());
-  auto refused = wrong->Get("/version");
-  CHECK_FALSE(refused);
-  CHECK(refused.error() == httplib::Error::SSLServerVerification);
+  CHECK(Get(*wrong) == HttpsClient::Error::kVerify);
   CHECK(wrong->verify_result() == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
   CHECK(hello.requests == 1);  // the refused client sent nothing
 
@@ -140,11 +143,10 @@ TEST_CASE("without a CA in the kubeconfig, the system's CAs are trusted") {
   trust(other.pem() + ca.pem());
   auto trusted = ClientOf({"", "", "", true}, "127.0.0.1", hello.server.port());
   std::ofstream(bundle) << other.pem();  // read when the context was made, not at the handshake
-  auto res = trusted->Get("/version");
-  CHECK(res);
+  CHECK(Get(*trusted) == HttpsClient::Error::kNone);
+  trusted.reset();  // the server serves one connection at a time
   trust(other.pem());
-  auto refused = ClientOf({"", "", "", true}, "127.0.0.1", hello.server.port())->Get("/version");
-  CHECK_FALSE(refused);
+  CHECK(Get(*ClientOf({"", "", "", true}, "127.0.0.1", hello.server.port())) == HttpsClient::Error::kVerify);
   unsetenv("SSL_CERT_FILE");
   unsetenv("SSL_CERT_DIR");
   std::remove(bundle.c_str());
@@ -169,9 +171,7 @@ TEST_CASE("the server's certificate must name the address or host the client dia
       X509Ptr cert = ca.Sign(key.get(), m.cn, "serverAuth", m.san);
       HelloServer hello(cert.get(), key.get());
       auto cli = ClientOf({ca.pem(), "", "", true}, m.dialled, hello.server.port());
-      auto r = cli->Get("/version");
-      CHECK_FALSE(r);
-      CHECK(r.error() == httplib::Error::SSLServerVerification);
+      CHECK(Get(*cli) == HttpsClient::Error::kVerify);
       CHECK(cli->verify_result() == m.verify_result);
       CHECK(hello.requests == 0);
     }
@@ -192,12 +192,12 @@ TEST_CASE("a client certificate from the kubeconfig is presented to the server")
 
   auto with = ClientOf({server_ca.pem(), ToPem(client_cert.get()), KeyPem(client_key.get()), true}, "127.0.0.1",
                        hello.server.port());
-  auto r = with->Get("/version");
-  REQUIRE(r);
+  REQUIRE(Get(*with) == HttpsClient::Error::kNone);
   CHECK(hello.client_cn == "system:node:n1");
+  with.reset();  // the server serves one connection at a time
 
   auto without = ClientOf({server_ca.pem(), "", "", true}, "127.0.0.1", hello.server.port());
-  CHECK_FALSE(without->Get("/version"));
+  CHECK(Get(*without) != HttpsClient::Error::kNone);
   CHECK(hello.requests == 1);
 }
 
