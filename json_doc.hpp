@@ -252,11 +252,22 @@ inline void AppendJsonString(std::string& out, std::string_view s) {
     t['\t'] = 't';
     return t;
   }();
-  out += '"';
   const char* p = s.data();
   const size_t n = s.size();
+  size_t plain = 0;
+  while (plain < n && kEscape[static_cast<unsigned char>(p[plain])] == 0) ++plain;
+  if (plain == n) {  // the common case: quotes around a copy, one growth of `out`
+    const size_t at = out.size();
+    out.resize(at + n + 2);
+    char* d = &out[at];
+    d[0] = '"';
+    std::memcpy(d + 1, p, n);
+    d[n + 1] = '"';
+    return;
+  }
+  out += '"';
   size_t run = 0;
-  for (size_t i = 0; i < n; ++i) {
+  for (size_t i = plain; i < n; ++i) {
     const char e = kEscape[static_cast<unsigned char>(p[i])];
     if (e == 0) continue;
     out.append(p + run, i - run);

@@ -103,7 +103,7 @@ class Parser {
     JsonObject o;
     auto member = [&] {
       std::string key;
-      return Take('"') && String(key) && Take(':') && Value(o[key], depth);  // a repeated key: the last wins
+      return Take('"') && String(key) && Take(':') && Value(o.Emplace(std::move(key)), depth);  // a repeated key: the last wins
     };
     if (!Members('}', member)) return false;
     out = Json(std::move(o));

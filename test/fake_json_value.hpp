@@ -153,11 +153,9 @@ class JsonObject {
     return it->second;
   }
 
-  Json& operator[](std::string_view key) {
-    auto it = LowerBound(key);
-    if (it == end() || it->first != key) it = items_.emplace(it, std::string(key), Json());
-    return it->second;
-  }
+  Json& operator[](std::string_view key) { return Insert(key, [&] { return std::string(key); }); }
+  // operator[] for a key the caller gives away (the parser's).
+  Json& Emplace(std::string&& key) { return Insert(key, [&] { return std::move(key); }); }
   iterator erase(const_iterator it) { return items_.erase(it); }
   size_t erase(std::string_view key) {
     auto it = find(key);
@@ -176,6 +174,18 @@ class JsonObject {
     for (; p != e; ++p)
       if (p->first.size() == key.size() && std::char_traits<char>::compare(p->first.data(), key.data(), key.size()) == 0) break;
     return p;
+  }
+  // The member named key, added (named by make_key()) if missing. Room for eight members at
+  // the first: growing one at a time cost a tenth of the fake's instructions in creates.
+  template <typename MakeKey>
+  Json& Insert(std::string_view key, MakeKey make_key) {
+    auto it = LowerBound(key);
+    if (it != end() && it->first == key) return it->second;
+    if (items_.capacity() == 0) {
+      items_.reserve(8);
+      it = items_.begin();
+    }
+    return items_.emplace(it, make_key(), Json())->second;
   }
   iterator LowerBound(std::string_view key) {
     return std::lower_bound(begin(), end(), key, [](const value_type& m, std::string_view k) { return m.first < k; });
