@@ -431,7 +431,7 @@ TEST_CASE("watch events for objects already handled cause no second action", "[e
 
   // Watch resumed, relisted after 410, objects changed, resync passes, restart.
   REQUIRE(Control(c.api, "/fake/drop-watches"));  // resume from the last resourceVersion
-  REQUIRE(Control(c.api, "/fake/compact"));
+  REQUIRE(CompactPastEveryWatch(c.api));
   REQUIRE(Control(c.api, "/fake/drop-watches"));  // resume from a compacted one: 410, relist
   REQUIRE(Eventually([&] {
     return Filter(Requests(c.api), kProvisionerUser, "list", "persistentvolumeclaims").size() > lists_before;
@@ -573,7 +573,7 @@ TEST_CASE("Retry-After of a 429 on a list is honoured before the informer lists 
   REQUIRE(Eventually([&] { return IsBoundTo(Claims(c.api), warm); }));
   // Make the claim informer relist (410), and answer its first list 429 "retry after 4 s".
   REQUIRE(Inject(c.api, {"list", "persistentvolumeclaims", 429, 1, 4}));
-  REQUIRE(Control(c.api, "/fake/compact"));
+  REQUIRE(CompactPastEveryWatch(c.api));
   REQUIRE(Control(c.api, "/fake/drop-watches"));
   REQUIRE(Eventually([&] {
     auto lists = Filter(Requests(c.api), kProvisionerUser, "list", "persistentvolumeclaims");

@@ -44,6 +44,19 @@ inline bool Inject(FakeApi& api, const Fault& f) {
 // A control without a body, e.g. Control(api, "/fake/drop-watches"). True when answered 200.
 inline bool Control(FakeApi& api, const std::string& path) { return api.Call("POST", path).code == 200; }
 
+// Compacts the history past every watcher: first a write that no informer watches (a Lease),
+// so that the newest resourceVersion is newer than any an informer has seen, then the
+// compaction. (A watch whose resourceVersion is the newest one is not too old, as in
+// kube-apiserver: when the last write before the compaction was one an informer saw, that
+// informer would resume without a 410.)
+inline bool CompactPastEveryWatch(FakeApi& api) {
+  static int n = 0;
+  std::string lease = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"rv-bump-)" +
+                      std::to_string(++n) + R"("}})";
+  return api.Call("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", lease).code == 201 &&
+         Control(api, "/fake/compact");
+}
+
 // One request the fake answered (GET /fake/requests); /fake/ controls are not listed.
 struct Request {
   double t_ns = 0;  // arrival, ns since the epoch (a double: ordering only)
