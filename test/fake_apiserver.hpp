@@ -513,7 +513,7 @@ class ApiServer::Pending final : public Exchange {
       wake = std::min(wake, again_);
       return false;
     }
-    out += ResponseText(res);
+    AppendResponse(out, res);
     return true;
   }
   bool FollowsStore() const override { return stream_ != nullptr; }

@@ -64,12 +64,15 @@ using Handler = std::function<std::unique_ptr<Exchange>(httplib::Request)>;
 // Work that no answer waits for, done after each round's answers were sent.
 using Background = std::function<void()>;
 
-// The bytes of a complete answer: status line, res's headers, Content-Length and body.
-inline std::string ResponseText(const httplib::Response& res) {
-  std::string out = "HTTP/1.1 " + std::to_string(res.status) + " " + httplib::detail::status_message(res.status) + "\r\n";
+// Appends the bytes of a complete answer: status line, res's headers, Content-Length and body.
+inline void AppendResponse(std::string& out, const httplib::Response& res) {
+  size_t need = 64 + res.body.size();
+  for (const auto& [name, value] : res.headers) need += name.size() + value.size() + 4;
+  out.reserve(out.size() + need);  // one growth at most: answers are appended to what is unsent
+  out.append("HTTP/1.1 ").append(std::to_string(res.status)).append(" ").append(httplib::detail::status_message(res.status));
+  out.append("\r\n");
   for (const auto& [name, value] : res.headers) out.append(name).append(": ").append(value).append("\r\n");
   out.append("Content-Length: ").append(std::to_string(res.body.size())).append("\r\n\r\n").append(res.body);
-  return out;
 }
 
 // One chunk of a chunked answer (an empty `data` would end the answer: use ChunkedEnd for that).
@@ -461,7 +464,7 @@ class HttpsLoop {
           httplib::Response res;
           res.status = p == Parse::kTooLarge ? 413 : 400;
           res.set_header("Connection", "close");
-          c.out += ResponseText(res);
+          AppendResponse(c.out, res);
           c.close_after = true;
           break;
         }

@@ -92,11 +92,15 @@ inline Json StringArray(const std::vector<std::string>& items) {
 
 // Current time as RFC 3339 UTC with seconds precision, as metav1.Time marshals.
 inline std::string NowRfc3339() {
+  thread_local std::time_t last = -1;  // formatted once a second, not for every object
+  thread_local char buf[32];
   std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (t != last) {
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    last = t;
+  }
   return buf;
 }
 

@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -119,6 +120,7 @@ class Json {
 
   // depth < 0: text not kept; else this value's depth in a stored object (0 = the object).
   void Write(std::string& out, int depth) const;
+  static void AppendKey(std::string& out, char lead, const std::string& key);
 
   static void Expect(bool ok) {
     if (!ok) throw std::runtime_error("fake::Json: get<T>() of a value that is not a T");  // as picojson's assert
@@ -238,42 +240,64 @@ inline void Json::Write(std::string& out, int depth) const {
     write_members(box.v);
     if (keep) box.text.assign(out, start, std::string::npos);
   };
-  if (is<std::string>()) {
-    AppendJsonString(out, get<std::string>());
-  } else if (is<JsonObject>()) {
-    write_box(*std::get<Ptr<JsonObject>>(v_), [&](const JsonObject& o) {
-      out += '{';
-      bool first = true;
-      for (const auto& [key, member] : o) {
-        if (!first) out += ',';
-        first = false;
-        AppendJsonString(out, key);
-        out += ':';
-        member.Write(out, below);
-      }
-      out += '}';
-    });
-  } else if (is<JsonArray>()) {
-    write_box(*std::get<Ptr<JsonArray>>(v_), [&](const JsonArray& a) {
-      out += '[';
-      bool first = true;
-      for (const Json& item : a) {
-        if (!first) out += ',';
-        first = false;
-        item.Write(out, below);
-      }
-      out += ']';
-    });
-  } else if (is<double>()) {
-    double n = get<double>(), whole = 0;
-    char buf[64];
-    std::snprintf(buf, sizeof buf, std::fabs(n) < (1ULL << 53) && std::modf(n, &whole) == 0 ? "%.f" : "%.17g", n);
-    out += buf;
-  } else if (is<bool>()) {
-    out += get<bool>() ? "true" : "false";
-  } else {
-    out += "null";
+  switch (v_.index()) {
+    case 3:  // string
+      AppendJsonString(out, *std::get<Ptr<std::string>>(v_));
+      return;
+    case 5:  // object
+      write_box(*std::get<Ptr<JsonObject>>(v_), [&](const JsonObject& o) {
+        char open = '{';
+        for (const auto& [key, member] : o) {
+          AppendKey(out, open, key);
+          open = ',';
+          member.Write(out, below);
+        }
+        if (open == '{') out += '{';
+        out += '}';
+      });
+      return;
+    case 4:  // array
+      write_box(*std::get<Ptr<JsonArray>>(v_), [&](const JsonArray& a) {
+        out += '[';
+        bool first = true;
+        for (const Json& item : a) {
+          if (!first) out += ',';
+          first = false;
+          item.Write(out, below);
+        }
+        out += ']';
+      });
+      return;
+    case 2: {  // number
+      double n = std::get<double>(v_), whole = 0;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, std::fabs(n) < (1ULL << 53) && std::modf(n, &whole) == 0 ? "%.f" : "%.17g", n);
+      out += buf;
+      return;
+    }
+    case 1: out += std::get<bool>(v_) ? "true" : "false"; return;
+    default: out += "null"; return;
   }
+}
+
+// `lead` ('{' or ','), then "key": -- in one growth of `out` when the key needs no escapes.
+inline void Json::AppendKey(std::string& out, char lead, const std::string& key) {
+  const size_t n = key.size();
+  for (char c : key)
+    if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\' || c == '/' || c == 0x7f) {
+      out += lead;
+      AppendJsonString(out, key);
+      out += ':';
+      return;
+    }
+  const size_t at = out.size();
+  out.resize(at + n + 4);
+  char* d = &out[at];
+  d[0] = lead;
+  d[1] = '"';
+  std::memcpy(d + 2, key.data(), n);
+  d[n + 2] = '"';
+  d[n + 3] = ':';
 }
 
 }  // namespace fake

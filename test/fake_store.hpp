@@ -126,6 +126,7 @@ struct WatchEvent {
   // {"object":..,"type":..}\n, as ToText would write it (keys sorted), once for all watchers.
   const std::string& Line() const {
     if (line_.empty()) {
+      line_.reserve(2048);  // the objects here are about 1 KiB: one allocation, not seven
       line_ = kObjectStart;
       object->AppendStored(line_);
       object_end_ = line_.size();

@@ -196,7 +196,7 @@ class WaitStream final : public Exchange {
     httplib::Response res;
     res.status = code;
     res.set_content(body, "application/json");
-    out += ResponseText(res);
+    AppendResponse(out, res);
     return true;
   }
 
