@@ -1198,11 +1198,10 @@ int Run(bool startup_only) {
     idle = MeasureIdle(p.proc->pid());
     Baseline baseline(fake_b, pv_b);
     Target ours{&fake_p, pv_p, p.proc->pid(), nullptr}, base{&fake_b, pv_b, 0, &baseline};
-    const Target* targets[] = {&ours, &base};
     auto tag = [](const Target& t) { return std::string(t.baseline ? "b" : "p"); };
 
     std::printf("bench: %d claims one at a time, then bursts\n", kTrickle);
-    for (const Target* t : targets) {
+    for (const Target* t : {&ours, &base}) {
       std::vector<Claimed> claims;
       record(Trickle(*t, tag(*t) + "trickle", kTrickle, &claims, work + "/requests-" + tag(*t) + "-trickle.json"));
       DeleteBurst(*t, claims, "");
@@ -1210,12 +1209,15 @@ int Run(bool startup_only) {
     auto start = std::chrono::steady_clock::now();
     for (int round = 0; round < kRounds; ++round) {
       if (round > 0 && std::chrono::steady_clock::now() - start > kRoundBudget) break;
+      // Who goes first alternates by round: a burst runs right after the other side's, and
+      // what the filesystem did just before (a thousand rmdirs) changes how fast mkdir is.
+      const Target* order[] = {round % 2 == 0 ? &ours : &base, round % 2 == 0 ? &base : &ours};
       for (int n : sizes) {
         std::map<const Target*, std::vector<Claimed>> claims;
         std::string id = std::to_string(n) + "r" + std::to_string(round);
-        for (const Target* t : targets)
+        for (const Target* t : order)
           record(CreateBurst(*t, tag(*t) + id, n, &claims[t], work + "/requests-" + tag(*t) + "-create-" + id + ".json"));
-        for (const Target* t : targets)
+        for (const Target* t : order)
           record(DeleteBurst(*t, claims[t], work + "/requests-" + tag(*t) + "-delete-" + id + ".json"));
       }
     }
