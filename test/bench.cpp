@@ -24,8 +24,8 @@
 // The baseline client does only the irreducible work of a provisioner: for each claim, as the
 // claim's create returns (that is how it learns the uid), one mkdir and one PV create over one
 // keep-alive HTTPS connection with the service account's token; for a deletion, one rmdir and
-// one PV delete. No watches, no cache, no events, no finalizer. It talks through the same TLS
-// stream as the provisioner (tls_stream.hpp), as do the bench's own clients.
+// one PV delete. No watches, no cache, no events, no finalizer. It talks through the same HTTPS
+// client as the provisioner (http_client.hpp), as do the bench's own clients.
 //
 // With two CPUs or more the fake API server runs on a CPU of its own, and everything else on
 // the rest (see Cpus). The bench sees claims become Bound and PVs go by waiting in the fake
