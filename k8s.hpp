@@ -268,7 +268,9 @@ class ApiConnection {
           });
           return split_status.ok() && !stopped_by_caller;
         });
-    Observe("watch", path, code);
+    // As for other requests, 0 when the transport failed (here: after the answer's head).
+    bool whole = e == HttpsClient::Error::kNone || e == HttpsClient::Error::kCanceled;
+    Observe("watch", path, whole ? code : 0);
     if (stopped_by_caller) return Status::Ok();
     if (!split_status.ok()) return split_status.Wrap("watch " + path);
     if (code == 401 && ep_->token) ep_->token->Invalidate();
