@@ -493,6 +493,39 @@ TEST_CASE("a pause of the API server stalls nothing for good: work resumes after
   CHECK(c.api.Denials().empty());
 }
 
+TEST_CASE("every connection dropped by the API server (a restart): watches resume, requests reconnect",
+          "[e2e][faults]") {
+  Cluster c;
+  Restartable prov(c.api, c.pv_dir, {{"WORKERS", "1"}});  // one worker: its connection is the dropped one
+  TrackedClaim before = CreateClaim(c.api, "before", kDeleteClass, false);
+  REQUIRE(Eventually([&] { return IsBoundTo(Claims(c.api), before); }));
+  auto watches = [&](const char* resource) { return Filter(Requests(c.api), kProvisionerUser, "watch", resource).size(); };
+  size_t claim_watches = watches("persistentvolumeclaims"), volume_watches = watches("persistentvolumes");
+  // Every connection goes at once, without TLS close_notify: the watches' and the kept-alive
+  // ones of the workers and the event recorder.
+  REQUIRE(Control(c.api, "/fake/reset-connections"));
+  REQUIRE(Eventually([&] {
+    return watches("persistentvolumeclaims") > claim_watches && watches("persistentvolumes") > volume_watches;
+  }));
+  // The worker's and the event recorder's next requests go over new connections, not into the
+  // dead ones: the claim is provisioned at the first attempt and its event is recorded.
+  TrackedClaim after = CreateClaim(c.api, "after", kDeleteClass, false);
+  REQUIRE(Eventually([&] { return IsBoundTo(Claims(c.api), after); }));
+  CHECK(Eventually([&] { return CountReason(c.api.EventsAbout("default", "after"), "ProvisioningSucceeded") == 1; }));
+  CHECK(CountReason(c.api.EventsAbout("default", "after"), "ProvisioningFailed") == 0);
+  CHECK(Filter(Requests(c.api), kProvisionerUser, "create", "persistentvolumes").size() == 2);
+  // Only the watches lost an answer to the drop (code 0 = no answer, in /metrics).
+  std::string metrics = prov.current()->Http("/metrics").body;
+  for (size_t at = metrics.find("code=\"0\""); at != std::string::npos; at = metrics.find("code=\"0\"", at + 1)) {
+    std::string line = metrics.substr(metrics.rfind('\n', at) + 1, metrics.find('\n', at) - metrics.rfind('\n', at) - 1);
+    INFO(line);
+    CHECK(line.find("verb=\"watch\"") != std::string::npos);
+  }
+  REQUIRE(DeleteClaim(c.api, before));
+  CHECK(Eventually([&] { return Volumes(c.api).count(before.pv()) == 0 && !Exists(c.pv_dir + "/" + before.dir_name()); }));
+  CHECK(prov.current()->Http("/healthz").code == 200);
+}
+
 // The worker's requests have a 30 s read timeout; only a pause longer than that shows the
 // worker giving up on a hung request while the server still holds it. Too slow for `make test`.
 TEST_CASE("a request hung longer than the client timeout is abandoned, and the work still converges",

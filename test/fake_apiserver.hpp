@@ -14,6 +14,8 @@
 //   POST /fake/faults {"verb","resource","code","count","retryAfter","delayMs"}  next `count`
 //        matching resource requests (after authn/authz) fail with `code` and a Status body
 //   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
+//   POST /fake/reset-connections  every connection is dropped once this answer is sent (no
+//        close_notify), as when the API server restarts; the state is kept
 //   POST /fake/rotate-token (new DIR/serviceaccount/token by rename; the old token is revoked)
 //   GET  /fake/requests, /fake/denials (JSON arrays; t_ns exact integers); POST /fake/reset-requests
 //   GET  /fake/wait?resource=R&resourceVersion=RV&until=Bound|Deleted&prefix=P&prefixPath=a.b&count=N
@@ -1189,6 +1191,10 @@ inline std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request
     return ok(done);
   }
   if (req.method == "POST" && p == "/fake/drop-watches") return DropWatches(), ok(done);
+  if (req.method == "POST" && p == "/fake/reset-connections") {
+    if (loop_) loop_->ResetConnections();
+    return ok(done);
+  }
   if (req.method == "POST" && p == "/fake/compact") return Compact(), ok(done);
   if (req.method == "POST" && p == "/fake/pause") return Pause(std::atof(req.get_param_value("seconds").c_str())), ok(done);
   if (req.method == "POST" && p == "/fake/delay") return SetDelayMs(std::atoi(req.get_param_value("ms").c_str())), ok(done);

@@ -268,6 +268,13 @@ class HttpsLoop {
       }
       ServeAll(false);
       SendAll();
+      if (reset_.exchange(false)) {
+        while (!conns_.empty()) {
+          Conn& c = *conns_.begin()->second;
+          c.peer_closed = true;  // no close_notify
+          Close(c, false);
+        }
+      }
       // As kube-apiserver's watch flushes only when no event is queued: while requests keep
       // coming, answer them first, so that a watch gets the events of several requests in one
       // write (and its client one wake-up).
@@ -287,6 +294,12 @@ class HttpsLoop {
   }
   void Stop() {
     stop_ = true;
+    Wake();
+  }
+  // Drops every connection once what is already answered has gone out, as an API server that
+  // restarts does: no TLS close_notify, no end of the watches' answers.
+  void ResetConnections() {
+    reset_ = true;
     Wake();
   }
 
@@ -502,6 +515,7 @@ class HttpsLoop {
   SSL_CTX* ctx_ = nullptr;
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> reset_{false};
   std::map<int, std::unique_ptr<Conn>> conns_;
 };
 
