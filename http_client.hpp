@@ -80,6 +80,7 @@ class HttpsClient {
       if (Error e = Map(sock_.Open(*tls_, host_, port_, connect_timeout_, write_timeout_)); e != Error::kNone) return e;
     }
     sock_.SetReadTimeout(r.read_timeout);
+    read_timeout_ = r.read_timeout;
     std::string msg = RequestText(r);
     if (Error e = Map(sock_.Write(msg.data(), msg.size())); e != Error::kNone) return Failed(e);
     buf_.reset(new char[kBufSize]);
@@ -105,7 +106,7 @@ class HttpsClient {
       case Error::kHandshake: return "TLS handshake failed: " + d;
       case Error::kVerify: return "the server's TLS certificate was refused: " + d;
       case Error::kWrite: return "sending the request failed: " + d;
-      case Error::kTimeout: return "no answer within the read timeout";
+      case Error::kTimeout: return "no answer within " + Seconds(read_timeout_);
       case Error::kClosed: return "the connection closed before the answer was complete";
       case Error::kProtocol: return "the answer is not valid HTTP/1.1: " + protocol_error_;
       case Error::kCanceled: return "canceled";
@@ -295,6 +296,11 @@ class HttpsClient {
     return Map(sock_.Read(buf_.get(), kBufSize, &len_));
   }
 
+  static std::string Seconds(std::chrono::milliseconds t) {
+    if (t.count() % 1000 == 0) return std::to_string(t.count() / 1000) + " s";
+    return std::to_string(t.count()) + " ms";
+  }
+
   Error Protocol(std::string why) {
     protocol_error_ = std::move(why);
     return Error::kProtocol;
@@ -340,5 +346,6 @@ class HttpsClient {
   std::unique_ptr<char[]> buf_;
   size_t pos_ = 0, len_ = 0;
   bool keep_alive_ = true;
+  std::chrono::milliseconds read_timeout_{0};  // of the request in progress or last sent
   std::string protocol_error_;
 };

@@ -245,6 +245,7 @@ TEST_CASE("failures end a request instead of hanging it") {
     double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     release = true;
     CHECK(e == Error::kTimeout);
+    CHECK(cli->Describe(e) == "no answer within 1 s");
     CHECK(waited >= 0.9);  // it waited for the answer, and gave up (no hang)
   }
   SECTION("the connection closes half-way through the body") {
