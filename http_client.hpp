@@ -18,20 +18,24 @@
 
 #include "tls_client.hpp"
 
+// s with every byte that keep(byte) refuses written as %XX.
+template <typename Keep>
+void AppendPercentEncoded(std::string_view s, Keep keep, std::string* out) {
+  static const char kHex[] = "0123456789ABCDEF";
+  for (unsigned char c : s) {
+    if (keep(c)) {
+      out->push_back(static_cast<char>(c));
+    } else {
+      out->push_back('%');
+      out->push_back(kHex[c >> 4]);
+      out->push_back(kHex[c & 15]);
+    }
+  }
+}
+
 class HttpsClient {
  public:
-  enum class Error {
-    kNone,
-    kResolve,
-    kConnect,
-    kHandshake,
-    kVerify,
-    kWrite,
-    kTimeout,
-    kClosed,    // the connection ended before the answer was complete
-    kProtocol,  // the answer is not HTTP/1.x as we read it
-    kCanceled,  // Stop() was called, or a callback asked to stop
-  };
+  using Error = TransportError;
 
   struct Request {
     std::string_view method, path;
@@ -77,12 +81,12 @@ class HttpsClient {
   // Sends `r`, then hands the answer's head to on_head and its body to on_data as it arrives.
   Error Send(const Request& r, const OnHead& on_head, const OnData& on_data) {
     if (!sock_.Reusable()) {
-      if (Error e = Map(sock_.Open(*tls_, host_, port_, connect_timeout_, write_timeout_)); e != Error::kNone) return e;
+      if (Error e = sock_.Open(*tls_, host_, port_, connect_timeout_, write_timeout_); e != Error::kNone) return e;
     }
     sock_.SetReadTimeout(r.read_timeout);
     read_timeout_ = r.read_timeout;
     std::string msg = RequestText(r);
-    if (Error e = Map(sock_.Write(msg.data(), msg.size())); e != Error::kNone) return Failed(e);
+    if (Error e = sock_.Write(msg.data(), msg.size()); e != Error::kNone) return Failed(e);
     buf_.reset(new char[kBufSize]);
     pos_ = len_ = 0;
     Error e = ReadAnswer(r, on_head, on_data);
@@ -118,21 +122,6 @@ class HttpsClient {
   static constexpr size_t kBufSize = 16384;
   static constexpr size_t kMaxHead = 65536;  // status line and headers together
 
-  static Error Map(TlsSocket::Error e) {
-    switch (e) {
-      case TlsSocket::Error::kNone: return Error::kNone;
-      case TlsSocket::Error::kResolve: return Error::kResolve;
-      case TlsSocket::Error::kConnect: return Error::kConnect;
-      case TlsSocket::Error::kHandshake: return Error::kHandshake;
-      case TlsSocket::Error::kVerify: return Error::kVerify;
-      case TlsSocket::Error::kWrite: return Error::kWrite;
-      case TlsSocket::Error::kTimeout: return Error::kTimeout;
-      case TlsSocket::Error::kClosed: return Error::kClosed;
-      case TlsSocket::Error::kCanceled: return Error::kCanceled;
-    }
-    return Error::kClosed;
-  }
-
   Error Failed(Error e) {
     sock_.Close();
     return e;
@@ -157,16 +146,7 @@ class HttpsClient {
   // The path as it is, but with bytes that may not appear in a request line (spaces, controls,
   // non-ASCII) percent-encoded: a value that carries them cannot split or bend the request.
   static void AppendPath(std::string_view p, std::string* out) {
-    static const char kHex[] = "0123456789ABCDEF";
-    for (unsigned char c : p) {
-      if (c > 0x20 && c < 0x7f) {
-        out->push_back(static_cast<char>(c));
-      } else {
-        out->push_back('%');
-        out->push_back(kHex[c >> 4]);
-        out->push_back(kHex[c & 15]);
-      }
-    }
+    AppendPercentEncoded(p, [](unsigned char c) { return c > 0x20 && c < 0x7f; }, out);
   }
 
   Error ReadAnswer(const Request& r, const OnHead& on_head, const OnData& on_data) {
@@ -293,7 +273,7 @@ class HttpsClient {
 
   Error Fill() {
     pos_ = len_ = 0;
-    return Map(sock_.Read(buf_.get(), kBufSize, &len_));
+    return sock_.Read(buf_.get(), kBufSize, &len_);
   }
 
   static std::string Seconds(std::chrono::milliseconds t) {

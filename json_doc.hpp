@@ -233,11 +233,9 @@ inline std::string Unescape(std::string_view raw) {
   return out;
 }
 
-// s as a JSON string literal, escaped as picojson escapes it ('/' too, control characters and
-// DEL as \u00XX), copying runs of plain characters at once. json_write.hpp and the fake's
-// JSON writer use it.
-inline void AppendJsonString(std::string& out, std::string_view s) {
-  // kEscape[c]: 0 = copied as is, else the character after the backslash ('u' = \u00XX).
+// JSON's escapes as picojson writes them ('/' too, control characters and DEL as \u00XX):
+// [c] is 0 for a character copied as is, else the character after the backslash ('u' = \u00XX).
+inline const std::array<char, 256>& JsonEscapes() {
   static const auto kEscape = [] {
     std::array<char, 256> t{};
     for (int c = 0; c < 0x20; ++c) t[c] = 'u';
@@ -252,10 +250,24 @@ inline void AppendJsonString(std::string& out, std::string_view s) {
     t['\t'] = 't';
     return t;
   }();
+  return kEscape;
+}
+
+// How many characters at the start of s are written as they are.
+inline size_t PlainPrefix(std::string_view s) {
+  const std::array<char, 256>& escape = JsonEscapes();
+  size_t plain = 0;
+  while (plain < s.size() && escape[static_cast<unsigned char>(s[plain])] == 0) ++plain;
+  return plain;
+}
+
+// s as a JSON string literal (JsonEscapes), copying runs of plain characters at once.
+// json_write.hpp and the fake's JSON writer use it.
+inline void AppendJsonString(std::string& out, std::string_view s) {
+  const std::array<char, 256>& kEscape = JsonEscapes();
   const char* p = s.data();
   const size_t n = s.size();
-  size_t plain = 0;
-  while (plain < n && kEscape[static_cast<unsigned char>(p[plain])] == 0) ++plain;
+  const size_t plain = PlainPrefix(s);
   if (plain == n) {  // the common case: quotes around a copy, one growth of `out`
     const size_t at = out.size();
     out.resize(at + n + 2);

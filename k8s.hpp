@@ -35,17 +35,8 @@ inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8
 // A value for a query string: all but unreserved characters percent-encoded (as Go's
 // url.QueryEscape, with %20 for a space).
 inline std::string QueryEscape(const std::string& v) {
-  static const char kHex[] = "0123456789ABCDEF";
   std::string out;
-  for (unsigned char c : v) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(kHex[c >> 4]);
-      out.push_back(kHex[c & 15]);
-    }
-  }
+  AppendPercentEncoded(v, [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~'; }, &out);
   return out;
 }
 }  // namespace api

@@ -159,12 +159,22 @@ inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageCl
   return v;
 }
 
+// Where a claim stands before its class and volume are looked at: DecideClaim's first checks,
+// which the controller also makes for every watch event of a claim (so no strings here).
+enum class ClaimStage { kNotOurs, kDeleting, kNamesVolume, kNotPending, kWaitsForVolume };
+inline ClaimStage StageOf(const Config& cfg, const Claim& claim) {
+  if (!ClaimIsOurs(cfg, claim)) return ClaimStage::kNotOurs;
+  if (claim.meta.deleting) return ClaimStage::kDeleting;
+  if (!claim.volume_name.empty()) return ClaimStage::kNamesVolume;
+  if (!claim.phase.empty() && claim.phase != "Pending") return ClaimStage::kNotPending;
+  return ClaimStage::kWaitsForVolume;
+}
+
 // Could DecideClaim do anything for this claim, whatever its class and volume? Only a claim
 // of ours that waits for a volume: the controller hands no other claim to a worker (a watch
-// event of a bound or deleted claim wakes nobody). These are DecideClaim's first checks.
+// event of a bound or deleted claim wakes nobody).
 inline bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim) {
-  return ClaimIsOurs(cfg, claim) && !claim.meta.deleting && claim.volume_name.empty() &&
-         (claim.phase.empty() || claim.phase == "Pending");
+  return StageOf(cfg, claim) == ClaimStage::kWaitsForVolume;
 }
 
 // What to do for a claim. `sc` is its class (nullptr if not in the cache); `existing` is the
@@ -172,10 +182,13 @@ inline bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim) {
 inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* existing) {
   using reconcile_detail::Fail;
   using reconcile_detail::Nothing;
-  if (!ClaimIsOurs(cfg, claim)) return Nothing("not annotated for " + cfg.provisioner_name);
-  if (claim.meta.deleting) return Nothing("being deleted");
-  if (!claim.volume_name.empty()) return Nothing("already names volume " + claim.volume_name);
-  if (!claim.phase.empty() && claim.phase != "Pending") return Nothing("phase is " + claim.phase);
+  switch (StageOf(cfg, claim)) {
+    case ClaimStage::kNotOurs: return Nothing("not annotated for " + cfg.provisioner_name);
+    case ClaimStage::kDeleting: return Nothing("being deleted");
+    case ClaimStage::kNamesVolume: return Nothing("already names volume " + claim.volume_name);
+    case ClaimStage::kNotPending: return Nothing("phase is " + claim.phase);
+    case ClaimStage::kWaitsForVolume: break;
+  }
   if (existing != nullptr) return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
   const char* failed = reason::kProvisioningFailed;
   if (sc == nullptr)

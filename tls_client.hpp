@@ -109,23 +109,28 @@ class TlsContext {
   bool verify_ = false;
 };
 
+// What can go wrong in talking to the server, from dialling to reading the answer (the TLS
+// connection's errors, and kProtocol for HTTP's, http_client.hpp).
+enum class TransportError {
+  kNone,
+  kResolve,    // the host name did not resolve
+  kConnect,    // refused, unreachable, or no answer within the connect timeout
+  kHandshake,  // the TLS handshake failed
+  kVerify,     // the server's certificate was refused (see TlsSocket::verify_result())
+  kWrite,      // the connection broke (or stalled) while sending
+  kTimeout,    // nothing arrived within the read timeout
+  kClosed,     // the connection ended before the answer was complete
+  kProtocol,   // the answer is not HTTP/1.x as the client reads it
+  kCanceled,   // Abort() / Stop() was called, or a callback asked to stop
+};
+
 // One TLS connection to a server, used by one thread at a time; Abort() may be called from
 // any other thread. Reads block up to the read timeout (the socket's SO_RCVTIMEO: a poll()
 // before each read cost as much as the read), writes up to the write timeout (SO_SNDTIMEO).
 // With OpenSSL's read-ahead one read() takes in what has arrived.
 class TlsSocket {
  public:
-  enum class Error {
-    kNone,
-    kResolve,         // the host name did not resolve
-    kConnect,         // refused, unreachable, or no answer within the connect timeout
-    kHandshake,       // the TLS handshake failed
-    kVerify,          // the server's certificate was refused (see verify_result())
-    kWrite,           // the connection broke (or stalled) while sending
-    kTimeout,         // nothing arrived within the read timeout
-    kClosed,          // the server closed the connection
-    kCanceled,        // Abort() was called
-  };
+  using Error = TransportError;
 
   TlsSocket() = default;
   ~TlsSocket() { Close(); }

@@ -283,13 +283,12 @@ inline void Json::Write(std::string& out, int depth) const {
 // `lead` ('{' or ','), then "key": -- in one growth of `out` when the key needs no escapes.
 inline void Json::AppendKey(std::string& out, char lead, const std::string& key) {
   const size_t n = key.size();
-  for (char c : key)
-    if (static_cast<unsigned char>(c) < 0x20 || c == '"' || c == '\\' || c == '/' || c == 0x7f) {
-      out += lead;
-      AppendJsonString(out, key);
-      out += ':';
-      return;
-    }
+  if (json_text::PlainPrefix(key) != n) {
+    out += lead;
+    AppendJsonString(out, key);
+    out += ':';
+    return;
+  }
   const size_t at = out.size();
   out.resize(at + n + 4);
   char* d = &out[at];
