@@ -1090,6 +1090,15 @@ TEST_CASE("the transport: pipelined requests, chunked bodies, malformed and over
     CHECK(out.rfind("HTTP/1.1 201 Created\r\n", 0) == 0);
     CHECK(Admin(s.api, "GET", kPvs + "/chunked").code == 200);
   }
+  SECTION("header names are read in any case") {
+    std::string pv = Pv("lower");
+    std::string out = RawExchange(s.api, "POST " + kPvs + " HTTP/1.1\r\nhost: fake\r\nCONNECTION: Close\r\n" + auth +
+                                             "content-type: application/json\r\ncontent-LENGTH: " + std::to_string(pv.size()) +
+                                             "\r\n\r\n" + pv + "GET /version HTTP/1.1\r\n" + auth + "\r\n");
+    CHECK(out.rfind("HTTP/1.1 201 Created\r\n", 0) == 0);
+    CHECK(out.find("v1.32.0-fake") == std::string::npos);  // closed after the first answer, as asked
+    CHECK(Admin(s.api, "GET", kPvs + "/lower").code == 200);
+  }
   SECTION("a request that is not HTTP gets 400, and the connection is closed") {
     CHECK(RawExchange(s.api, "HELLO\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
     CHECK(RawExchange(s.api, "GET / HTTP/1.1\r\nno colon here\r\n\r\n").rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
@@ -1104,6 +1113,54 @@ TEST_CASE("the transport: pipelined requests, chunked bodies, malformed and over
     std::string out = RawExchange(s.api, "POST " + kPvs + " HTTP/1.1\r\nHost: fake\r\n" + auth + "Content-Length: 67108865\r\n\r\n");
     CHECK(out.rfind("HTTP/1.1 413 Payload Too Large\r\n", 0) == 0);
     CHECK(Admin(s.api, "GET", kPvs).body.get<fake::JsonObject>().at("items").get<fake::JsonArray>().empty());
+  }
+}
+
+TEST_CASE("a batch of requests is served as if each had come on its own, and answered together") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
+  std::vector<Json> events;
+  std::thread watcher([&] { events = WatchEvents(s.api, kPvcs + "?watch=true", 2); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the watch is open
+  std::string batch = R"({"requests":[)"
+                      R"({"method":"POST","path":")" + kPvcs + R"(","body":)" + Pvc("b1") + "}," +
+                      R"({"method":"POST","path":")" + kPvcs + R"(","body":{"kind":"PersistentVolumeClaim","metadata":{"name":"bad"}}},)" +
+                      R"({"method":"POST","path":")" + kPvcs + R"(","body":)" + Pvc("b2") + "}," +
+                      R"({"method":"DELETE","path":")" + kPvcs + R"(/missing"}]})";
+  Reply r = Admin(s.api, "POST", "/fake/batch", batch);
+  watcher.join();
+  REQUIRE(r.code == 200);
+  const auto& results = r.body.get<fake::JsonArray>();
+  REQUIRE(results.size() == 4);
+  CHECK(results[0].get("code").get<double>() == 201);
+  CHECK(Str(results[0], {"name"}) == "b1");
+  Reply b1 = Admin(s.api, "GET", kPvcs + "/b1");
+  REQUIRE(b1.code == 200);
+  CHECK(Str(results[0], {"uid"}) == Str(b1.body, {"metadata", "uid"}));
+  CHECK(results[1].get("code").get<double>() == 422);  // validated as a request of its own
+  CHECK(Str(results[1], {"message"}).find("spec.accessModes") != std::string::npos);
+  CHECK(results[2].get("code").get<double>() == 201);
+  CHECK(results[3].get("code").get<double>() == 404);
+  std::vector<std::string> added;  // (the PV controller's changes may follow in the same write)
+  for (const Json& ev : events)
+    if (Str(ev, {"type"}) == "ADDED") added.push_back(Str(ev, {"object", "metadata", "name"}));
+  CHECK(added == std::vector<std::string>{"b1", "b2"});
+  // The request log has each request of the batch, not the batch.
+  Reply log = Admin(s.api, "GET", "/fake/requests");
+  std::vector<std::string> seen;
+  for (const Json& rec : log.body.get<fake::JsonArray>()) seen.push_back(Str(rec, {"verb"}) + " " + Str(rec, {"name"}) + " " + std::to_string(static_cast<int>(rec.get("code").get<double>())));
+  CHECK(std::count(seen.begin(), seen.end(), "create b1 201") == 1);
+  CHECK(std::count(seen.begin(), seen.end(), "create b2 201") == 1);
+  CHECK(std::count(seen.begin(), seen.end(), "create  422") == 1);
+  CHECK(std::count(seen.begin(), seen.end(), "delete missing 404") == 1);
+  SECTION("a body without requests, or a watch in it, is refused") {
+    CHECK(Admin(s.api, "POST", "/fake/batch", "{}").code == 400);
+    Reply w = Admin(s.api, "POST", "/fake/batch", R"({"requests":[{"method":"GET","path":")" + kPvcs + R"(?watch=true"}]})");
+    REQUIRE(w.code == 200);
+    CHECK(w.body.get<fake::JsonArray>()[0].get("code").get<double>() == 400);
+  }
+  SECTION("only the admin may send one") {
+    CHECK(Call(s.api, s.api.sa_token(), "POST", "/fake/batch", batch).code == 403);
   }
 }
 
