@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
@@ -74,6 +75,7 @@ const std::string kClaims = std::string("/api/v1/namespaces/") + kNs + "/persist
 constexpr const char* kSaUser = "system:serviceaccount:kube-system:hostpath-provisioner";
 constexpr const char* kProvisionerName = "hostpath-provisioner.io/hostpath";
 constexpr int kClientThreads = 4;                           // threads that create or delete a burst's claims
+constexpr int kBatch = 25;                                  // claims per request of theirs (POST /fake/batch)
 constexpr auto kBurstLimit = std::chrono::seconds(120);     // a burst not done by then is a failure
 constexpr auto kIdleWindow = std::chrono::seconds(10);      // idle CPU and wake-ups are counted over this
 constexpr int kStartupPairs = 10000;                        // bound claims and PVs present at start-up
@@ -409,8 +411,9 @@ std::string VolumeJson(const Claimed& c, const std::string& pv_dir, bool finaliz
          R"(","type":"Directory"}}})";
 }
 
-// Runs work(i) for i in [0, n) on kClientThreads threads, each with its own admin connection.
-void ForEachParallel(const Fake& fake, int n, const std::function<void(Api&, int)>& work) {
+// Runs work(begin, end) for batches of kBatch in [0, n) on kClientThreads threads, each with
+// its own admin connection.
+void ForEachBatch(const Fake& fake, int n, const std::function<void(Api&, int, int)>& work) {
   std::atomic<int> next{0};
   std::vector<std::thread> threads;
   std::mutex err_mu;
@@ -418,9 +421,9 @@ void ForEachParallel(const Fake& fake, int n, const std::function<void(Api&, int
   for (int t = 0; t < kClientThreads; ++t)
     threads.emplace_back([&, t] {
       Api& admin = fake.Client(t);
-      for (int i; (i = next++) < n;) {
+      for (int i; (i = next.fetch_add(kBatch)) < n;) {
         try {
-          work(admin, i);
+          work(admin, i, std::min(n, i + kBatch));
         } catch (const std::exception& e) {
           std::lock_guard<std::mutex> l(err_mu);
           err = e.what();
@@ -432,27 +435,55 @@ void ForEachParallel(const Fake& fake, int n, const std::function<void(Api&, int
   if (!err.empty()) throw Failure(err);
 }
 
+// Sends requests {method, path, body} through POST /fake/batch (see Batch); returns each one's
+// {code, name, uid} or {code, message}.
+picojson::array SendBatch(Api& admin, const std::vector<std::array<std::string, 3>>& requests) {
+  std::string body = "{\"requests\":[";
+  for (const auto& [method, path, object] : requests) {
+    if (body.back() != '[') body += ',';
+    body += "{\"method\":\"" + method + "\",\"path\":\"" + path + "\",\"body\":" + picojson::value(object).serialize() + "}";
+  }
+  body += "]}";
+  Reply r = admin.Call("POST", "/fake/batch", body);
+  if (r.code != 200 || !r.json.is<picojson::array>() || r.json.get<picojson::array>().size() != requests.size())
+    throw Failure("POST /fake/batch: " + std::to_string(r.code) + " " + r.body.substr(0, 300));
+  return r.json.get<picojson::array>();
+}
+
+int CodeOf(const picojson::value& result) {
+  return result.get("code").is<double>() ? static_cast<int>(result.get("code").get<double>()) : 0;
+}
+
 // Creates claims prefix-0 .. prefix-(n-1); on_created runs (on the creating thread) as each
-// create returns.
+// batch of creates returns.
 std::vector<Claimed> CreateClaims(const Fake& fake, const std::string& prefix, int n,
                                   const std::function<void(const Claimed&)>& on_created) {
   std::vector<Claimed> out(n);
-  ForEachParallel(fake, n, [&](Api& admin, int i) {
-    std::string name = prefix + "-" + std::to_string(i);
-    Reply r = admin.Call("POST", kClaims, ClaimJson(name));
-    if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
-    out[i] = {name, Str(r.json, {"metadata", "uid"})};
-    if (on_created) on_created(out[i]);
+  ForEachBatch(fake, n, [&](Api& admin, int begin, int end) {
+    std::vector<std::array<std::string, 3>> requests;
+    for (int i = begin; i < end; ++i) requests.push_back({"POST", kClaims, ClaimJson(prefix + "-" + std::to_string(i))});
+    picojson::array results = SendBatch(admin, requests);
+    for (int i = begin; i < end; ++i) {
+      const picojson::value& res = results[static_cast<size_t>(i - begin)];
+      std::string name = prefix + "-" + std::to_string(i);
+      if (CodeOf(res) != 201) throw Failure("create claim " + name + ": " + res.serialize());
+      out[i] = {name, Str(res, {"uid"})};
+      if (on_created) on_created(out[i]);
+    }
   });
   return out;
 }
 
 void DeleteClaims(const Fake& fake, const std::vector<Claimed>& claims, const std::function<void(const Claimed&)>& on_deleted) {
-  ForEachParallel(fake, static_cast<int>(claims.size()), [&](Api& admin, int i) {
-    const Claimed& c = claims[i];
-    Reply r = admin.Call("DELETE", kClaims + "/" + c.name, "", false);
-    if (r.code != 200) throw Failure("delete claim " + c.name + ": " + std::to_string(r.code) + " " + r.body);
-    if (on_deleted) on_deleted(c);
+  ForEachBatch(fake, static_cast<int>(claims.size()), [&](Api& admin, int begin, int end) {
+    std::vector<std::array<std::string, 3>> requests;
+    for (int i = begin; i < end; ++i) requests.push_back({"DELETE", kClaims + "/" + claims[i].name, ""});
+    picojson::array results = SendBatch(admin, requests);
+    for (int i = begin; i < end; ++i) {
+      const picojson::value& res = results[static_cast<size_t>(i - begin)];
+      if (CodeOf(res) != 200) throw Failure("delete claim " + claims[i].name + ": " + res.serialize());
+      if (on_deleted) on_deleted(claims[i]);
+    }
   });
 }
 
@@ -911,13 +942,14 @@ struct Startup {
 
 // Creates n claims and, for each, the PV the provisioner would have made; the fake binds them.
 void Populate(Fake& fake, const std::string& pv_dir, int n) {
-  ForEachParallel(fake, n, [&](Api& admin, int i) {
-    std::string name = "existing-" + std::to_string(i);
-    Reply r = admin.Call("POST", kClaims, ClaimJson(name));
-    if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
-    Claimed c{name, Str(r.json, {"metadata", "uid"})};
-    r = admin.Call("POST", "/api/v1/persistentvolumes", VolumeJson(c, pv_dir, true), false);
-    if (r.code != 201) throw Failure("create " + c.pv() + ": " + std::to_string(r.code) + " " + r.body);
+  std::vector<Claimed> claims = CreateClaims(fake, "existing", n, nullptr);
+  ForEachBatch(fake, n, [&](Api& admin, int begin, int end) {
+    std::vector<std::array<std::string, 3>> requests;
+    for (int i = begin; i < end; ++i) requests.push_back({"POST", "/api/v1/persistentvolumes", VolumeJson(claims[i], pv_dir, true)});
+    picojson::array results = SendBatch(admin, requests);
+    for (int i = begin; i < end; ++i)
+      if (CodeOf(results[static_cast<size_t>(i - begin)]) != 201)
+        throw Failure("create " + claims[i].pv() + ": " + results[static_cast<size_t>(i - begin)].serialize());
   });
 }
 
