@@ -755,10 +755,11 @@ inline ApiServer::Reply ApiServer::Serve(const RequestInfo& info, const httplib:
   return {405, StatusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")};
 }
 
-// POST /fake/batch: the admin's requests in the body, answered one after another as if each
-// had come on its own (admission, validation, the store, watch events, the request log), and
-// answered together: [{"code", "name", "uid"}] (the object's, or "message" for a failure). For
-// a load generator that should not cost the fake a round trip per request (make bench).
+// POST /fake/batch: the admin's requests in the body, {"requests": [{"method", "path", "body"}]}
+// with each body as a JSON string, answered one after another as if each had come on its own
+// (admission, validation, the store, watch events, the request log), and answered together:
+// [{"code", "name", "uid"}] (the object's, or "message" for a failure). For a load generator
+// that should not cost the fake a round trip per request (make bench).
 inline std::string ApiServer::Batch(const Json& body) {
   const Json* list = Member(body, "requests");
   if (list == nullptr || !list->is<JsonArray>()) return "";
@@ -770,7 +771,7 @@ inline std::string ApiServer::Batch(const Json& body) {
     size_t q = req.target.find('?');
     req.path = req.target.substr(0, q);
     if (q != std::string::npos) httplib::detail::parse_query_text(req.target.substr(q + 1), req.params);
-    if (const Json* b = Member(item, "body"); b != nullptr && !b->is<JsonNull>()) req.body = ToText(*b);
+    req.body = Str(item, {"body"});
     RequestRecord rec;
     rec.t_ns = NowNs();
     rec.user = admin_user_.name;
@@ -1256,7 +1257,7 @@ inline std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request
   if (req.method == "POST" && p == "/fake/batch") {
     auto body = ParseJson(req.body);
     std::string answer = body.ok() ? Batch(*body) : "";
-    if (answer.empty()) return bad("body must be {\"requests\": [{\"method\", \"path\", \"body\"}]}");
+    if (answer.empty()) return bad("body must be {\"requests\": [{\"method\", \"path\", \"body\" (a string)}]}");
     res.status = 200;
     res.set_content(answer, "application/json");
     return nullptr;

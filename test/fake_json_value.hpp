@@ -14,6 +14,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -181,6 +182,7 @@ class JsonObject {
   // the first: growing one at a time cost a tenth of the fake's instructions in creates.
   template <typename MakeKey>
   Json& Insert(std::string_view key, MakeKey make_key) {
+    if (!items_.empty() && items_.back().first < key) return items_.emplace_back(make_key(), Json()).second;  // keys in order
     auto it = LowerBound(key);
     if (it != end() && it->first == key) return it->second;
     if (items_.capacity() == 0) {
@@ -268,11 +270,17 @@ inline void Json::Write(std::string& out, int depth) const {
         out += ']';
       });
       return;
-    case 2: {  // number
+    case 2: {  // number: whole ones (counts, sizes) without printf, as "%.f" writes them
       double n = std::get<double>(v_), whole = 0;
       char buf[64];
-      std::snprintf(buf, sizeof buf, std::fabs(n) < (1ULL << 53) && std::modf(n, &whole) == 0 ? "%.f" : "%.17g", n);
-      out += buf;
+      if (std::fabs(n) < (1ULL << 53) && std::modf(n, &whole) == 0) {
+        auto r = std::to_chars(buf, buf + sizeof buf, static_cast<long long>(n));
+        if (n == 0 && std::signbit(n)) out += '-';  // "%.f" keeps the sign of -0
+        out.append(buf, r.ptr);
+      } else {
+        std::snprintf(buf, sizeof buf, "%.17g", n);
+        out += buf;
+      }
       return;
     }
     case 1: out += std::get<bool>(v_) ? "true" : "false"; return;

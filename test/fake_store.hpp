@@ -88,12 +88,17 @@ inline std::string NewUid() {
     return seed;
   }());
   static const char* digits = "0123456789abcdef";
-  std::string h;
-  for (int half = 0; half < 2; ++half)
-    for (uint64_t r = gen(), i = 0; i < 16; ++i, r >>= 4) h += digits[r & 15];
-  h[12] = '4';
-  h[16] = "89ab"[h[16] % 4];
-  return h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20);
+  std::string h(36, '-');  // 8-4-4-4-12 hex digits
+  uint64_t r = gen();
+  for (int i = 0, used = 0; i < 36; ++i) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) continue;
+    if (used++ == 16) r = gen();
+    h[static_cast<size_t>(i)] = digits[r & 15];
+    r >>= 4;
+  }
+  h[14] = '4';                              // version 4
+  h[19] = "89ab"[(h[19] - '0') & 3];        // variant 10xx
+  return h;
 }
 
 // metadata.deletionTimestamp is set.
@@ -181,50 +186,56 @@ class Store {
   };
 
   uint64_t rv() const { return rv_; }
-  Bucket& bucket(const std::string& plural) { return buckets_[plural]; }
+  // The bucket of a served resource type (looked up without making a string: most callers name
+  // the type with a literal longer than a short string holds).
+  Bucket& bucket(std::string_view plural) {
+    auto it = buckets_.find(plural);
+    if (it == buckets_.end()) it = buckets_.emplace(std::string(plural), Bucket()).first;
+    return it->second;
+  }
 
   // The stored object or null.
-  const Json* Get(const std::string& plural, const std::string& key) { return Ref(plural, key).get(); }
+  const Json* Get(std::string_view plural, const std::string& key) { return Ref(plural, key).get(); }
 
   // The stored object itself (shared, immutable), or null.
-  const JsonRef& Ref(const std::string& plural, const std::string& key) {
+  const JsonRef& Ref(std::string_view plural, const std::string& key) {
     static const JsonRef kNone;
-    auto& objs = buckets_[plural].objects;
+    auto& objs = bucket(plural).objects;
     auto it = objs.find(key);
     return it == objs.end() ? kNone : it->second;
   }
 
   // Stores obj under its metadata namespace/name with the next resourceVersion, records an
   // ADDED or MODIFIED event, and returns the stored object.
-  JsonRef Put(const std::string& plural, Json obj) {
+  JsonRef Put(std::string_view plural, Json obj) {
     std::string key = ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"}));
-    auto& b = buckets_[plural];
+    auto& b = bucket(plural);
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
     auto stored = std::make_shared<const Json>(std::move(obj));
     JsonRef& slot = b.objects[key];
     const bool existed = slot != nullptr;
     slot = stored;
-    Record(plural, existed ? "MODIFIED" : "ADDED", stored);
+    Record(b, existed ? "MODIFIED" : "ADDED", stored);
     return stored;
   }
 
   // Removes the object (if present) with a DELETED event carrying its last state at a new
   // resourceVersion; returns that state (a null Json when it was not there).
-  JsonRef Remove(const std::string& plural, const std::string& key) {
-    auto& b = buckets_[plural];
+  JsonRef Remove(std::string_view plural, const std::string& key) {
+    auto& b = bucket(plural);
     auto it = b.objects.find(key);
     if (it == b.objects.end()) return std::make_shared<const Json>();
     Json obj = *it->second;
     b.objects.erase(it);
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
     auto last = std::make_shared<const Json>(std::move(obj));
-    Record(plural, "DELETED", last);
+    Record(b, "DELETED", last);
     return last;
   }
 
   // Put, except that an object being deleted whose last finalizer is gone is removed instead
   // (the registry's shouldDeleteDuringUpdate). Returns the stored or removed state.
-  JsonRef Commit(const std::string& plural, Json obj) {
+  JsonRef Commit(std::string_view plural, Json obj) {
     if (IsDeleting(obj) && StringList(obj, {"metadata", "finalizers"}).empty())
       return Remove(plural, ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"})));
     return Put(plural, std::move(obj));
@@ -245,7 +256,7 @@ class Store {
   }
 
  private:
-  void Record(const std::string& plural, const char* type, const JsonRef& obj) {
+  void Record(Bucket& b, const char* type, const JsonRef& obj) {
     auto ev = std::make_shared<WatchEvent>();
     ev->rv = rv_;
     ev->t_ns = NowNs();
@@ -253,7 +264,6 @@ class Store {
     ev->ns = Str(*obj, {"metadata", "namespace"});
     ev->name = Str(*obj, {"metadata", "name"});
     ev->object = obj;
-    auto& b = buckets_[plural];
     b.history.push_back(std::move(ev));
     while (b.history.size() > history_limit_) {
       evicted_.push_back(std::move(b.history.front()));
@@ -266,7 +276,7 @@ class Store {
   size_t history_limit_;
   std::vector<EventPtr> evicted_;  // left the history, not freed yet (TakeEvicted)
   uint64_t rv_ = 0;
-  std::map<std::string, Bucket> buckets_;
+  std::map<std::string, Bucket, std::less<>> buckets_;
 };
 
 }  // namespace fake

@@ -1122,10 +1122,12 @@ TEST_CASE("a batch of requests is served as if each had come on its own, and ans
   std::vector<Json> events;
   std::thread watcher([&] { events = WatchEvents(s.api, kPvcs + "?watch=true", 2); });
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the watch is open
+  auto text = [](const std::string& s) { return Json(s).serialize(); };
   std::string batch = R"({"requests":[)"
-                      R"({"method":"POST","path":")" + kPvcs + R"(","body":)" + Pvc("b1") + "}," +
-                      R"({"method":"POST","path":")" + kPvcs + R"(","body":{"kind":"PersistentVolumeClaim","metadata":{"name":"bad"}}},)" +
-                      R"({"method":"POST","path":")" + kPvcs + R"(","body":)" + Pvc("b2") + "}," +
+                      R"({"method":"POST","path":")" + kPvcs + R"(","body":)" + text(Pvc("b1")) + "}," +
+                      R"({"method":"POST","path":")" + kPvcs + R"(","body":)" +
+                      text(R"({"kind":"PersistentVolumeClaim","metadata":{"name":"bad"}})") + "}," +
+                      R"({"method":"POST","path":")" + kPvcs + R"(","body":)" + text(Pvc("b2")) + "}," +
                       R"({"method":"DELETE","path":")" + kPvcs + R"(/missing"}]})";
   Reply r = Admin(s.api, "POST", "/fake/batch", batch);
   watcher.join();
