@@ -818,7 +818,13 @@ class CpuThief {
 
 // What is taken away in a bottleneck run: nothing, a share of the fake's CPU, or the same share
 // of each CPU that the provisioner and the bench's clients run on (see Cpus).
-enum class Taken { kNothing, kFakeCpu, kProvisionerCpus };
+// kFakeSlowed: instead, the fake spins for a third of each round of its work (POST
+// /fake/extra-work), which takes as much of its capacity as a quarter of its CPU, spread
+// evenly: no pause longer than a fraction of one round of its work. A CpuThief holds the fake
+// off its CPU for a quarter of a millisecond at a time, and everything that waits on the fake
+// waits that long too, however fast the fake would be otherwise: the two tell apart how much
+// the burst waits on the fake's speed and how much on its being there at every moment.
+enum class Taken { kNothing, kFakeCpu, kFakeSlowed, kProvisionerCpus };
 constexpr double kTakenShare = 0.25;
 
 // A burst of the provisioner (create, or delete of *claims) while CpuThiefs hold kTakenShare of
@@ -831,6 +837,11 @@ BurstResult BurstWithout(Taken taken, const Target& t, const std::string& what, 
   if (taken == Taken::kProvisionerCpus) cpus = TheCpus().clients;
   std::vector<std::unique_ptr<CpuThief>> thieves;
   for (int c : cpus) thieves.push_back(std::make_unique<CpuThief>(c, kTakenShare));
+  auto extra_work = [&](double percent) {
+    Reply r = t.fake->Admin()->Call("POST", "/fake/extra-work?percent=" + std::to_string(percent), "", false);
+    if (r.code != 200) throw Failure("POST /fake/extra-work: " + std::to_string(r.code) + " " + r.body);
+  };
+  if (taken == Taken::kFakeSlowed) extra_work(100 * kTakenShare / (1 - kTakenShare));
   SleepMs(50);  // settled in
   long before = 0, after = 0;
   for (const auto& th : thieves) before += CpuTicks(th->pid());
@@ -839,6 +850,7 @@ BurstResult BurstWithout(Taken taken, const Target& t, const std::string& what, 
   for (const auto& th : thieves) after += CpuTicks(th->pid());
   double wall = static_cast<double>(NowNs() - t0) / 1e9;
   *got = cpus.empty() ? 0 : TicksToSeconds(after - before) / (wall * static_cast<double>(cpus.size()));
+  if (taken == Taken::kFakeSlowed) extra_work(0);
   return r;
 }
 
@@ -1138,6 +1150,7 @@ struct Limits {
 const char* TakenName(Taken t) {
   switch (t) {
     case Taken::kFakeCpu: return "fake-apiserver's CPU";
+    case Taken::kFakeSlowed: return "fake-apiserver slowed";
     case Taken::kProvisionerCpus: return "provisioner's CPU";
     default: return "nothing taken";
   }
@@ -1257,7 +1270,7 @@ int Run(bool startup_only) {
       std::printf("bench: which side limits a burst of %d: %.0f%% of a CPU taken away\n", kBottleneckClaims, kTakenShare * 100);
       std::fflush(stdout);
       for (int round = 0; round < kBottleneckRounds; ++round)
-        for (Taken taken : {Taken::kNothing, Taken::kFakeCpu, Taken::kProvisionerCpus}) {
+        for (Taken taken : {Taken::kNothing, Taken::kFakeCpu, Taken::kFakeSlowed, Taken::kProvisionerCpus}) {
           std::vector<Claimed> claims;
           std::string prefix = "x" + std::to_string(round) + "t" + std::to_string(static_cast<int>(taken));
           for (const char* what : {"create", "delete"}) {
@@ -1345,7 +1358,7 @@ int Run(bool startup_only) {
       std::string row = Fmt("%.3f s", none);
       picojson::object w;
       w["nothing_taken_seconds"] = J(none);
-      for (Taken taken : {Taken::kFakeCpu, Taken::kProvisionerCpus}) {
+      for (Taken taken : {Taken::kFakeCpu, Taken::kFakeSlowed, Taken::kProvisionerCpus}) {
         const Limits& l = limits[{what, taken}];
         double t = Percentile(l.seconds, 0.5), percent = slower(what, taken) * 100;
         row += Fmt(" / %.3f s", t) + Fmt(" (%+.0f%%)", percent);
@@ -1353,10 +1366,11 @@ int Run(bool startup_only) {
         o["seconds_median"] = J(t);
         o["slower_percent_median_of_rounds"] = J(percent);
         o["share_taken"] = J(Percentile(l.got, 0.5));
-        w[taken == Taken::kFakeCpu ? "fake_cpu_taken" : "provisioner_cpus_taken"] = picojson::value(o);
+        w[taken == Taken::kFakeCpu ? "fake_cpu_taken" : taken == Taken::kFakeSlowed ? "fake_slowed" : "provisioner_cpus_taken"] =
+            picojson::value(o);
       }
       limits_j[what] = picojson::value(w);
-      rep.Add(std::string(what) + ": none / fake's / provisioner's taken", row);
+      rep.Add(std::string(what) + ": none / fake's taken / fake slowed / provisioner's taken", row);
     }
     auto got = [&](Taken t) {
       std::vector<double> all = limits[{"create", t}].got;
@@ -1366,6 +1380,8 @@ int Run(bool startup_only) {
     rep.Add("share the CpuThiefs got (fake's / provisioner's)", Fmt("%.0f%%", got(Taken::kFakeCpu)) + Fmt(" / %.0f%%", got(Taken::kProvisionerCpus)));
     double worst = std::max(slower("create", Taken::kFakeCpu), slower("delete", Taken::kFakeCpu));
     rep.Add("slower with the fake's CPU taken (worse of two)", Fmt("%+.0f%%", worst * 100), "< +10%", worst < 0.10);
+    double worst_slowed = std::max(slower("create", Taken::kFakeSlowed), slower("delete", Taken::kFakeSlowed));
+    rep.Add("slower with the fake slowed evenly (worse of two)", Fmt("%+.0f%%", worst_slowed * 100));
   }
   rep.Section("idle (from 1 s after /readyz, no claims)");
   rep.Add("VmRSS", MiB(idle.memory.rss_kib) + " (file " + MiB(idle.memory.file_kib) + ")", "< 6 MiB",

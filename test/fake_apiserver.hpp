@@ -1244,6 +1244,12 @@ inline std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request
   if (req.method == "POST" && p == "/fake/compact") return Compact(), ok(done);
   if (req.method == "POST" && p == "/fake/pause") return Pause(std::atof(req.get_param_value("seconds").c_str())), ok(done);
   if (req.method == "POST" && p == "/fake/delay") return SetDelayMs(std::atoi(req.get_param_value("ms").c_str())), ok(done);
+  if (req.method == "POST" && p == "/fake/extra-work") {
+    double percent = std::atof(req.get_param_value("percent").c_str());
+    if (percent < 0 || percent > 1000) return bad("percent must be 0-1000");
+    if (loop_) loop_->SetExtraWork(percent / 100);
+    return ok(done);
+  }
   if (req.method == "POST" && p == "/fake/rotate-token") {
     Status s = RotateToken();
     if (!s.ok()) {

@@ -264,8 +264,11 @@ class HttpsLoop {
     pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
     epoll_event events[64];
     int rounds = 0;  // of reading and answering since the last Finish
+    int64_t work_start = 0;  // thread CPU time when the last round's work began
     while (!stop_.load()) {
+      if (work_start > 0) Burn(ThreadCpuNs() - work_start);
       int n = epoll_wait(epoll_fd_, events, 64, rounds > 0 ? 0 : TimeoutMs());
+      work_start = extra_work_.load() > 0 ? ThreadCpuNs() : 0;
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
         if (fd == wake_fd_) {
@@ -297,6 +300,11 @@ class HttpsLoop {
     Finish();
     while (!conns_.empty()) Close(*conns_.begin()->second, true);
   }
+
+  // Makes the server slower, evenly: after each round of work, it spins for `fraction` of the
+  // CPU time that round took (1/3: as if it had three quarters of its CPU, with no pause longer
+  // than a fraction of a round). A test control (make bench's bottleneck runs).
+  void SetExtraWork(double fraction) { extra_work_ = fraction < 0 ? 0 : fraction; }
 
   // Makes the loop look at every exchange again (after a change made from another thread).
   void Wake() {
@@ -520,6 +528,20 @@ class HttpsLoop {
     conns_.erase(c.fd);  // destroys c
   }
 
+  static int64_t ThreadCpuNs() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000000000LL + t.tv_nsec;
+  }
+  // Spins for extra_work_ x `worked` ns of this thread's CPU time.
+  void Burn(int64_t worked) {
+    double extra = extra_work_.load();
+    if (extra <= 0 || worked <= 0) return;
+    int64_t until = ThreadCpuNs() + static_cast<int64_t>(static_cast<double>(worked) * extra);
+    while (ThreadCpuNs() < until) {
+    }
+  }
+
   static constexpr int kRoundsPerFinish = 8;  // rounds of answers at most before the background work and watches
 
   Handler handler_;
@@ -529,6 +551,7 @@ class HttpsLoop {
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<bool> reset_{false};
+  std::atomic<double> extra_work_{0};
   std::map<int, std::unique_ptr<Conn>> conns_;
 };
 
