@@ -71,10 +71,13 @@ class PvController {
   // so that matching and release cost O(candidates), not O(all volumes).
   void Reindex(const std::string& pv_name) {
     const Json* pv = s_.Get("persistentvolumes", pv_name);
-    const bool bound = pv != nullptr && HasClaimRef(*pv);
-    std::string key = bound ? ObjectKey(Str(*pv, {"spec", "claimRef", "namespace"}), Str(*pv, {"spec", "claimRef", "name"})) : "";
+    const Json* ref = pv != nullptr ? Path(*pv, {"spec", "claimRef"}) : nullptr;
+    const bool bound = ref != nullptr && ref->is<JsonObject>();
+    const std::string& ns = bound ? Str(*ref, {"namespace"}) : kNone;
+    const std::string& name = bound ? Str(*ref, {"name"}) : kNone;
     auto it = claim_of_.find(pv_name);
-    if (bound && it != claim_of_.end() && it->second == key) return;  // as it was
+    if (bound && it != claim_of_.end() && IsKey(it->second, ns, name)) return;  // as it was (most events)
+    std::string key = bound ? ObjectKey(ns, name) : "";
     if (it != claim_of_.end()) {
       auto names = by_claim_.find(it->second);
       names->second.erase(pv_name);
@@ -91,6 +94,14 @@ class PvController {
       unbound_.erase(pv_name);
     }
   }
+
+  // Whether key is ObjectKey(ns, name), without making it.
+  static bool IsKey(const std::string& key, const std::string& ns, const std::string& name) {
+    if (ns.empty()) return key == name;
+    return key.size() == ns.size() + 1 + name.size() && key.compare(0, ns.size(), ns) == 0 && key[ns.size()] == '/' &&
+           key.compare(ns.size() + 1, std::string::npos, name) == 0;
+  }
+  inline static const std::string kNone;
 
   std::vector<std::string> Keys(const std::string& plural) {
     std::vector<std::string> keys;
@@ -111,9 +122,8 @@ class PvController {
         for (const auto& key : pending) SyncClaim(key);
         pending.clear();
       }
-      std::string ns = Str(*ev.object, {"spec", "claimRef", "namespace"});
-      std::string name = Str(*ev.object, {"spec", "claimRef", "name"});
-      if (!name.empty()) SyncClaim(ObjectKey(ns, name));
+      const std::string& name = Str(*ev.object, {"spec", "claimRef", "name"});
+      if (!name.empty()) SyncClaim(ObjectKey(Str(*ev.object, {"spec", "claimRef", "namespace"}), name));
     } else if (plural == "persistentvolumeclaims") {
       if (ev.type != "DELETED") return SyncClaim(ObjectKey(ev.ns, ev.name));
       ForgetEmitted(Str(*ev.object, {"metadata", "uid"}));
@@ -154,8 +164,8 @@ class PvController {
   void SyncVolume(const std::string& name) {
     JsonRef stored = s_.Ref("persistentvolumes", name);  // kept alive while pv is read and bound
     if (stored == nullptr) return;
-    const Json& pv = *stored;
-    std::string phase = Phase(pv);
+    const Json& pv = *stored;  // its strings stay valid while `stored` holds it
+    const std::string& phase = Phase(pv);
     if (IsDeleting(pv) && phase != "Bound") {
       Json next = pv;
       if (RemoveFinalizer(next, kPvProtectionFinalizer)) {
@@ -167,12 +177,13 @@ class PvController {
       if (phase != "Available") SetVolumePhase(pv, "Available");
       return;
     }
-    std::string ns = Str(pv, {"spec", "claimRef", "namespace"}), cname = Str(pv, {"spec", "claimRef", "name"});
-    std::string ref_uid = Str(pv, {"spec", "claimRef", "uid"});
+    const std::string& ns = Str(pv, {"spec", "claimRef", "namespace"});
+    const std::string& cname = Str(pv, {"spec", "claimRef", "name"});
+    const std::string& ref_uid = Str(pv, {"spec", "claimRef", "uid"});
     JsonRef claim = s_.Ref("persistentvolumeclaims", ObjectKey(ns, cname));
     if (ref_uid.empty()) {  // pre-bound by name only
       if (claim != nullptr) {
-        std::string vn = Str(*claim, {"spec", "volumeName"});
+        const std::string& vn = Str(*claim, {"spec", "volumeName"});
         if (vn.empty() || vn == name) return Bind(stored, claim);
       }
       if (phase != "Available") SetVolumePhase(pv, "Available");
@@ -182,7 +193,7 @@ class PvController {
       if (phase != "Released" && phase != "Failed") SetVolumePhase(pv, "Released");
       return;
     }
-    std::string vn = Str(*claim, {"spec", "volumeName"});
+    const std::string& vn = Str(*claim, {"spec", "volumeName"});
     if (vn.empty() || (vn == name && (phase != "Bound" || Phase(*claim) != "Bound"))) Bind(stored, claim);
   }
 
@@ -197,7 +208,7 @@ class PvController {
       if (RemoveFinalizer(next, kPvcProtectionFinalizer)) s_.Commit("persistentvolumeclaims", std::move(next));
       return;
     }
-    std::string vn = Str(claim, {"spec", "volumeName"});
+    const std::string& vn = Str(claim, {"spec", "volumeName"});
     if (vn.empty()) {
       if (JsonRef pv = FindBestMatch(claim)) return Bind(pv, stored);
       return Provision(claim);
