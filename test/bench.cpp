@@ -22,10 +22,11 @@
 // the number of objects).
 //
 // The baseline client does only the irreducible work of a provisioner: for each claim, as the
-// claim's create returns (that is how it learns the uid), one mkdir and one PV create over one
-// keep-alive HTTPS connection with the service account's token; for a deletion, one rmdir and
-// one PV delete. No watches, no cache, no events, no finalizer. It talks through the same HTTPS
-// client as the provisioner (http_client.hpp), as do the bench's own clients.
+// claim's create returns (that is how it learns the uid), one mkdir and one PV create; for a
+// deletion, one rmdir and one PV delete. No watches, no cache, no events, no finalizer. It works
+// on four threads, as many as the provisioner's default workers, each with a keep-alive HTTPS
+// connection of its own and the service account's token, through the same HTTPS client as the
+// provisioner (http_client.hpp), as do the bench's own clients.
 //
 // With two CPUs or more the fake API server runs on a CPU of its own, and everything else on
 // the rest (see Cpus). The bench sees claims become Bound and PVs go by waiting in the fake
@@ -76,6 +77,7 @@ constexpr const char* kSaUser = "system:serviceaccount:kube-system:hostpath-prov
 constexpr const char* kProvisionerName = "hostpath-provisioner.io/hostpath";
 constexpr int kClientThreads = 4;                           // threads that create or delete a burst's claims
 constexpr int kBatch = 25;                                  // claims per request of theirs (POST /fake/batch)
+constexpr int kBaselineThreads = 4;                         // the baseline's, as the provisioner's default WORKERS
 constexpr auto kBurstLimit = std::chrono::seconds(120);     // a burst not done by then is a failure
 constexpr auto kIdleWindow = std::chrono::seconds(10);      // idle CPU and wake-ups are counted over this
 constexpr int kStartupPairs = 10000;                        // bound claims and PVs present at start-up
@@ -487,12 +489,17 @@ void DeleteClaims(const Fake& fake, const std::vector<Claimed>& claims, const st
   });
 }
 
-// The baseline: one thread, one keep-alive connection with the service account's token; per
-// claim one mkdir + one PV create, or one rmdir + one PV delete.
+// The baseline: kBaselineThreads threads, as many as the provisioner's default workers, each
+// with a keep-alive connection of its own and the service account's token, taking claims in
+// the order their creates (or deletes) returned; per claim one mkdir + one PV create, or one
+// rmdir + one PV delete.
 class Baseline {
  public:
-  Baseline(const Fake& fake, std::string pv_dir) : api_(fake.ServiceAccount()), pv_dir_(std::move(pv_dir)) {
-    thread_ = std::thread([this] { Run(); });
+  Baseline(const Fake& fake, std::string pv_dir) : pv_dir_(std::move(pv_dir)) {
+    for (int i = 0; i < kBaselineThreads; ++i) {
+      std::shared_ptr<Api> api = fake.ServiceAccount();
+      threads_.emplace_back([this, api] { Run(*api); });
+    }
   }
   ~Baseline() {
     {
@@ -500,7 +507,7 @@ class Baseline {
       stop_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    for (auto& t : threads_) t.join();
   }
   void Provision(const Claimed& c) { Push({true, c}); }
   void Remove(const Claimed& c) { Push({false, c}); }
@@ -521,7 +528,7 @@ class Baseline {
     }
     cv_.notify_one();
   }
-  void Run() {
+  void Run(Api& api) {
     std::unique_lock<std::mutex> l(mu_);
     while (true) {
       cv_.wait(l, [this] { return stop_ || !jobs_.empty(); });
@@ -529,32 +536,31 @@ class Baseline {
       Job j = std::move(jobs_.front());
       jobs_.pop_front();
       l.unlock();
-      std::string err = j.create ? Create(j.claim) : Delete(j.claim);
+      std::string err = j.create ? Create(api, j.claim) : Delete(api, j.claim);
       l.lock();
       if (!err.empty() && error_.empty()) error_ = err;
     }
   }
-  std::string Create(const Claimed& c) {
+  std::string Create(Api& api, const Claimed& c) {
     std::string path = pv_dir_ + "/" + c.dir();
     if (::mkdir(path.c_str(), 0777) != 0) return "mkdir " + path + ": " + std::strerror(errno);
-    Reply r = api_->Call("POST", "/api/v1/persistentvolumes", VolumeJson(c, pv_dir_, false), false);
+    Reply r = api.Call("POST", "/api/v1/persistentvolumes", VolumeJson(c, pv_dir_, false), false);
     return r.code == 201 ? "" : "create " + c.pv() + ": " + std::to_string(r.code) + " " + r.body;
   }
-  std::string Delete(const Claimed& c) {
+  std::string Delete(Api& api, const Claimed& c) {
     std::string path = pv_dir_ + "/" + c.dir();
     if (::rmdir(path.c_str()) != 0) return "rmdir " + path + ": " + std::strerror(errno);
-    Reply r = api_->Call("DELETE", "/api/v1/persistentvolumes/" + c.pv(), "", false);
+    Reply r = api.Call("DELETE", "/api/v1/persistentvolumes/" + c.pv(), "", false);
     return r.code == 200 ? "" : "delete " + c.pv() + ": " + std::to_string(r.code) + " " + r.body;
   }
 
-  std::unique_ptr<Api> api_;
   std::string pv_dir_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> jobs_;
   bool stop_ = false;
   std::string error_;
-  std::thread thread_;
+  std::vector<std::thread> threads_;
 };
 
 // ---------------------------------------------------------------------------------------------
