@@ -443,7 +443,8 @@ picojson::array SendBatch(Api& admin, const std::vector<std::array<std::string, 
   std::string body = "{\"requests\":[";
   for (const auto& [method, path, object] : requests) {
     if (body.back() != '[') body += ',';
-    body += "{\"method\":\"" + method + "\",\"path\":\"" + path + "\",\"body\":" + picojson::value(object).serialize() + "}";
+    body += "{\"method\":" + picojson::value(method).serialize() + ",\"path\":" + picojson::value(path).serialize() +
+            ",\"body\":" + picojson::value(object).serialize() + "}";
   }
   body += "]}";
   Reply r = admin.Call("POST", "/fake/batch", body);

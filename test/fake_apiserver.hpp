@@ -224,6 +224,9 @@ class ApiServer {
   const User* Authenticate(const httplib::Request& req);
   std::unique_ptr<Exchange> HandleControl(const httplib::Request& req, httplib::Response& res);
   bool TakeFault(const RequestInfo& info, Fault& out);
+  static RequestInfo Resolve(const httplib::Request& req);
+  static void Describe(RequestRecord& rec, const RequestInfo& info);
+  static void NameMade(RequestRecord& rec, const RequestInfo& info, const Reply& r);
   Reply Serve(const RequestInfo& info, const httplib::Request& req);
   static bool ServedSubresource(const RequestInfo& info);
   std::string Batch(const Json& body);
@@ -668,13 +671,8 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
     p.waited = true;
     if (int ms = delay_ms_.load(); ms > 0) return Later(now + std::chrono::milliseconds(ms));
   }
-  std::string watch = req.get_param_value("watch");
-  RequestInfo info = ResolveRequest(req.method, req.path, watch == "true" || watch == "1");
-  rec.verb = info.verb;
-  rec.resource = info.resource;
-  rec.subresource = info.subresource;
-  rec.ns = info.ns;
-  rec.name = info.name;
+  RequestInfo info = Resolve(req);
+  Describe(rec, info);
   const User* who = Authenticate(req);
   if (who == nullptr) {
     reply(401, StatusBody(401, "Unauthorized", "Unauthorized"));
@@ -723,8 +721,7 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
     return Streamed(std::move(stream));
   }
   Reply r = Serve(info, req);
-  // As audit logs do: a create is logged with the name of the object it made.
-  if (info.verb == "create" && r.code == 201 && rec.name.empty()) rec.name = Str(r.body(), {"metadata", "name"});
+  NameMade(rec, info, r);
   if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
     r = Reply(r.code, ToTable(*info.type, Path(r.body(), {"items"})->get<JsonArray>(), *Path(r.body(), {"metadata"})));
   if (r.written) {
@@ -734,6 +731,26 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
   }
   Record(rec);
   return {};
+}
+
+// The request's attributes, ?watch= included.
+inline RequestInfo ApiServer::Resolve(const httplib::Request& req) {
+  std::string watch = req.get_param_value("watch");
+  return ResolveRequest(req.method, req.path, watch == "true" || watch == "1");
+}
+
+// The request log's view of the request's attributes.
+inline void ApiServer::Describe(RequestRecord& rec, const RequestInfo& info) {
+  rec.verb = info.verb;
+  rec.resource = info.resource;
+  rec.subresource = info.subresource;
+  rec.ns = info.ns;
+  rec.name = info.name;
+}
+
+// As audit logs do: a create is logged with the name of the object it made.
+inline void ApiServer::NameMade(RequestRecord& rec, const RequestInfo& info, const Reply& r) {
+  if (info.verb == "create" && r.code == 201 && rec.name.empty()) rec.name = Str(r.body(), {"metadata", "name"});
 }
 
 // Whether the request names the resource itself or a subresource the fake serves (status).
@@ -768,22 +785,15 @@ inline std::string ApiServer::Batch(const Json& body) {
   for (const Json& item : list->get<JsonArray>()) {
     httplib::Request req;
     req.method = Str(item, {"method"});
-    req.target = Str(item, {"path"});
-    size_t q = req.target.find('?');
-    req.path = req.target.substr(0, q);
-    if (q != std::string::npos) httplib::detail::parse_query_text(req.target.substr(q + 1), req.params);
+    https_detail::SetTarget(req, Str(item, {"path"}));
     req.body = Str(item, {"body"});
     RequestRecord rec;
     rec.t_ns = NowNs();
     rec.user = admin_user_.name;
-    std::string watch = req.get_param_value("watch");
-    RequestInfo info = ResolveRequest(req.method, req.path, watch == "true" || watch == "1");
+    RequestInfo info = Resolve(req);
+    Describe(rec, info);
     Reply r = info.verb == "watch" ? Reply(400, server_detail::BadRequest("a batch cannot watch")) : Serve(info, req);
-    rec.verb = info.verb;
-    rec.resource = info.resource;
-    rec.subresource = info.subresource;
-    rec.ns = info.ns;
-    rec.name = info.name.empty() && info.verb == "create" && r.code == 201 ? Str(r.body(), {"metadata", "name"}) : info.name;
+    NameMade(rec, info, r);
     rec.code = r.code;
     Record(rec);
     JsonObject result;
