@@ -229,6 +229,34 @@ class ApiConnection {
     return r;
   }
 
+  // A request, to send alone or together with others (RequestAll).
+  struct Call {
+    std::string method, path, body;
+    std::string content_type = "application/json";
+  };
+  Result<HttpResponse> Request(const Call& c, std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    return Request(c.method, c.path, c.body, c.content_type, timeout);
+  }
+
+  // Sends the calls at once, pipelined over the connection (one write; the server answers them
+  // in order), and reads every answer whole: a result per call, in order, as Request gives. A
+  // call the connection broke before answering gets an Unavailable status: it may or may not
+  // have been done. 401 answers make the token be re-read and those calls sent once more.
+  std::vector<Result<HttpResponse>> RequestAll(const std::vector<Call>& calls,
+                                               std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    std::vector<Result<HttpResponse>> out = AllOnce(calls, timeout);
+    std::vector<size_t> again;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (out[i].ok() && out[i]->status == 401) again.push_back(i);
+    if (again.empty() || !ep_->token) return out;
+    ep_->token->Invalidate();
+    std::vector<Call> retry;
+    for (size_t i : again) retry.push_back(calls[i]);
+    std::vector<Result<HttpResponse>> second = AllOnce(retry, timeout);
+    for (size_t k = 0; k < again.size(); ++k) out[again[k]] = std::move(second[k]);
+    return out;
+  }
+
   // GETs `path` as a stream and calls on_line for each complete line. Returns when the server
   // ends the stream (ok), on_line returns false (ok), Stop() is called, the read times out,
   // or the answer is not 200 (its Status). A 401 makes the token be re-read for next time.
@@ -334,6 +362,37 @@ class ApiConnection {
     return out;
   }
 
+  std::vector<Result<HttpResponse>> AllOnce(const std::vector<Call>& calls, std::chrono::seconds timeout) {
+    std::vector<Result<HttpResponse>> out;
+    for (const Call& c : calls) {
+      if (c.method != "POST" && c.method != "PUT" && c.method != "PATCH" && c.method != "DELETE" && c.method != "GET")
+        return std::vector<Result<HttpResponse>>(calls.size(), Status::Error("unsupported method " + c.method));
+    }
+    last_retry_after_ = 0;
+    std::string headers = Headers();
+    std::vector<HttpsClient::Request> reqs;
+    for (const Call& c : calls)
+      reqs.push_back({c.method, c.path, headers, c.body.empty() ? std::string_view() : std::string_view(c.content_type),
+                      c.body, timeout});
+    std::vector<HttpsClient::Response> res(calls.size());
+    size_t answered = 0;
+    HttpsClient::Error e = cli_->SendAll(reqs.data(), reqs.size(), res.data(), &answered);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      Observe(VerbOf(calls[i].method, calls[i].path), calls[i].path, i < answered ? res[i].status : 0);
+      if (i >= answered) {
+        out.push_back(Unreachable(calls[i].method + " " + calls[i].path, e));
+        continue;
+      }
+      HttpResponse r;
+      r.status = res[i].status;
+      r.body = std::move(res[i].body);
+      r.retry_after = res[i].retry_after;
+      if (r.retry_after > last_retry_after_) last_retry_after_ = r.retry_after;
+      out.push_back(std::move(r));
+    }
+    return out;
+  }
+
   std::shared_ptr<const ApiEndpoint> ep_;
   std::unique_ptr<HttpsClient> cli_;
   int last_retry_after_ = 0;
@@ -365,10 +424,7 @@ class KubeApi {
   }
 
   // POST /api/v1/persistentvolumes. AlreadyExists comes back as kConflict.
-  Status CreateVolume(const Volume& v) {
-    auto r = conn_->Request("POST", api::kVolumes, ToJson(VolumeToJson(v)));
-    return Check(r, "create PersistentVolume " + v.meta.name);
-  }
+  Status CreateVolume(const Volume& v) { return CreateVolumeDone(v.meta.name, conn_->Request(CreateVolumeCall(v))); }
 
   // GET one PV (used only after a create said AlreadyExists).
   Result<Volume> GetVolume(const std::string& name) {
@@ -382,6 +438,21 @@ class KubeApi {
   // Sets the PV's finalizers to `finalizers`, if its resourceVersion is still `rv`
   // (a merge patch carrying resourceVersion is checked like an update: 409 if stale).
   Status SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers) {
+    return SetVolumeFinalizersDone(v.meta.name, conn_->Request(SetVolumeFinalizersCall(v, finalizers)));
+  }
+
+  // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
+  Status DeleteVolume(const std::string& name, const std::string& uid) {
+    return DeleteVolumeDone(name, conn_->Request(DeleteVolumeCall(name, uid)));
+  }
+
+  // The same three as requests to send together with others (ApiConnection::RequestAll), and
+  // what their answers mean.
+  static ApiConnection::Call CreateVolumeCall(const Volume& v) { return {"POST", api::kVolumes, ToJson(VolumeToJson(v))}; }
+  static Status CreateVolumeDone(const std::string& name, const Result<HttpResponse>& r) {
+    return Check(r, "create PersistentVolume " + name);
+  }
+  static ApiConnection::Call SetVolumeFinalizersCall(const Volume& v, const std::vector<std::string>& finalizers) {
     picojson::array list;
     for (const auto& f : finalizers) list.emplace_back(f);
     picojson::object meta;
@@ -389,37 +460,51 @@ class KubeApi {
     meta["finalizers"] = picojson::value(list);
     picojson::object patch;
     patch["metadata"] = picojson::value(meta);
-    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, ToJson(picojson::value(patch)),
-                            "application/merge-patch+json");
-    return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
+    return {"PATCH", std::string(api::kVolumes) + "/" + v.meta.name, ToJson(picojson::value(patch)),
+            "application/merge-patch+json"};
   }
-
-  // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
-  Status DeleteVolume(const std::string& name, const std::string& uid) {
-    std::string body = R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":")" + uid + "\"}}";
-    auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, body);
+  static Status SetVolumeFinalizersDone(const std::string& name, const Result<HttpResponse>& r) {
+    return Check(r, "remove finalizer of PersistentVolume " + name);
+  }
+  static ApiConnection::Call DeleteVolumeCall(const std::string& name, const std::string& uid) {
+    return {"DELETE", std::string(api::kVolumes) + "/" + name,
+            R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":")" + uid + "\"}}"};
+  }
+  static Status DeleteVolumeDone(const std::string& name, const Result<HttpResponse>& r) {
     if (r.ok() && r->status == 404) return Status::Ok();
     return Check(r, "delete PersistentVolume " + name);
   }
 
-  Status CreateEvent(const Event& e) {
-    auto r = conn_->Request("POST", api::Events(e.meta.namespace_), ToJson(EventToJson(e)));
-    return Check(r, "create Event " + e.meta.name);
-  }
-
-  // Bumps an existing event's count and lastTimestamp (as Kubernetes' event recorder does).
-  Status BumpEvent(const Event& e) {
-    picojson::object patch;
-    patch["count"] = picojson::value(static_cast<double>(e.count));
-    patch["lastTimestamp"] = picojson::value(e.last_timestamp);
-    patch["message"] = picojson::value(e.message);
-    auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, ToJson(picojson::value(patch)),
-                            "application/merge-patch+json");
-    return Check(r, "update Event " + e.meta.name);
+  // Events to create, or to bump (count, lastTimestamp and message of an existing one, as
+  // Kubernetes' event recorder does), sent at once over the connection: a Status each, in order.
+  struct EventWrite {
+    const Event* event;
+    bool bump;
+  };
+  std::vector<Status> WriteEvents(const std::vector<EventWrite>& writes) {
+    std::vector<ApiConnection::Call> calls;
+    for (const EventWrite& w : writes) calls.push_back(w.bump ? BumpCall(*w.event) : CreateCall(*w.event));
+    std::vector<Result<HttpResponse>> got = conn_->RequestAll(calls);
+    std::vector<Status> out;
+    for (size_t i = 0; i < writes.size(); ++i)
+      out.push_back(Check(got[i], (writes[i].bump ? "update Event " : "create Event ") + writes[i].event->meta.name));
+    return out;
   }
 
   ApiConnection* connection() { return conn_; }
 
  private:
+  static ApiConnection::Call CreateCall(const Event& e) {
+    return {"POST", api::Events(e.meta.namespace_), ToJson(EventToJson(e))};
+  }
+  static ApiConnection::Call BumpCall(const Event& e) {
+    picojson::object patch;
+    patch["count"] = picojson::value(static_cast<double>(e.count));
+    patch["lastTimestamp"] = picojson::value(e.last_timestamp);
+    patch["message"] = picojson::value(e.message);
+    return {"PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, ToJson(picojson::value(patch)),
+            "application/merge-patch+json"};
+  }
+
   ApiConnection* conn_;
 };

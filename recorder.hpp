@@ -3,10 +3,12 @@
 // adding a new one, as Kubernetes' own event recorder does. Events are best effort: a failure
 // to record one is logged, never fatal. Like client-go's broadcaster, events are sent by a
 // thread of their own over their own connection, so the worker never waits for them; at most
-// kQueued wait (the oldest are dropped past that, with a log line).
+// kQueued wait (the oldest are dropped past that, with a log line). Those that queued while
+// the thread was sending go out together, pipelined in one write.
 #pragma once
 #include <chrono>
 #include <condition_variable>
+#include <algorithm>
 #include <mutex>
 #include <thread>
 #include <cstdio>
@@ -14,6 +16,7 @@
 #include <deque>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "k8s.hpp"
 #include "log.hpp"
@@ -76,6 +79,9 @@ class EventRecorder {
     cv_.notify_one();
   }
 
+  // Takes what has queued (up to kPerWrite) and sends it together: during a burst the thread
+  // finds many events waiting each time it comes back, and one pipelined write for all of
+  // them costs the API server and this process one wake-up instead of one per event.
   void Run() {
     std::unique_lock<std::mutex> lock(mu_);
     auto deadline = std::chrono::steady_clock::time_point::max();
@@ -84,56 +90,107 @@ class EventRecorder {
       if (stop_ && deadline == std::chrono::steady_clock::time_point::max())
         deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
       if (queue_.empty() || std::chrono::steady_clock::now() > deadline) return;
-      Pending p = std::move(queue_.front());
-      queue_.pop_front();
+      std::vector<Pending> group;
+      std::vector<std::string> keys;
+      while (!queue_.empty() && group.size() < kPerWrite) {
+        std::string key = KeyOf(queue_.front());
+        // A repeat waits for the next group, so that it bumps the event this one makes.
+        if (std::find(keys.begin(), keys.end(), key) != keys.end()) break;
+        keys.push_back(std::move(key));
+        group.push_back(std::move(queue_.front()));
+        queue_.pop_front();
+      }
       lock.unlock();
-      Record(p.obj, p.type, p.reason, p.message);
+      Record(group, keys);
       lock.lock();
     }
   }
 
  private:
   static constexpr size_t kRemembered = 4096;  // events whose count we can still bump
+  static constexpr size_t kPerWrite = 16;      // events sent together at most
 
-  void Record(const Involved& obj, const std::string& type, const std::string& reason, const std::string& message) {
-    std::string key = obj.uid + "\n" + type + "\n" + reason + "\n" + message;
+  // What makes two events the same one (its count is bumped instead of a new one made).
+  static std::string KeyOf(const Pending& p) {
+    return p.obj.uid + "\n" + p.type + "\n" + p.reason + "\n" + p.message;
+  }
+
+  // Bumps the events seen before and creates the others; an event seen before that has
+  // expired meanwhile (events live an hour) is made anew.
+  void Record(const std::vector<Pending>& group, const std::vector<std::string>& keys) {
     std::string now = logging::UtcNow(0);
-    auto it = seen_.find(key);
-    if (it != seen_.end()) {
-      Event& e = it->second;
-      e.count++;
-      e.last_timestamp = now;
-      Status s = api_.BumpEvent(e);
-      if (s.ok()) return;
-      if (s.code() != Status::kNotFound) {
-        LogWarn("event " + reason + " on " + obj.name + " not recorded: " + s.message());
-        return;
+    std::vector<Event> events(group.size());
+    std::vector<size_t> fresh;  // indexes into group to create
+    std::vector<size_t> bumps;
+    for (size_t i = 0; i < group.size(); ++i) {
+      auto it = seen_.find(keys[i]);
+      if (it == seen_.end()) {
+        fresh.push_back(i);
+        continue;
       }
-      seen_.erase(it);  // expired (events live an hour): make a new one
+      events[i] = it->second;
+      events[i].count++;
+      events[i].last_timestamp = now;
+      bumps.push_back(i);
     }
+    std::vector<size_t> expired;
+    Write(group, keys, &events, bumps, true, &expired);
+    for (size_t i : expired) {
+      seen_.erase(keys[i]);
+      fresh.push_back(i);
+    }
+    for (size_t i : fresh) events[i] = NewEvent(group[i], now);
+    Write(group, keys, &events, fresh, false, nullptr);
+  }
+
+  // Sends events[which] (bumps or creates) and remembers those recorded. A bump of an event
+  // that is gone goes to *expired.
+  void Write(const std::vector<Pending>& group, const std::vector<std::string>& keys, std::vector<Event>* events,
+             const std::vector<size_t>& which, bool bump, std::vector<size_t>* expired) {
+    if (which.empty()) return;
+    std::vector<KubeApi::EventWrite> writes;
+    for (size_t i : which) writes.push_back({&(*events)[i], bump});
+    std::vector<Status> got = api_.WriteEvents(writes);
+    for (size_t k = 0; k < which.size(); ++k) {
+      size_t i = which[k];
+      if (got[k].ok()) {
+        Remember(keys[i], (*events)[i]);
+      } else if (bump && got[k].code() == Status::kNotFound) {
+        expired->push_back(i);
+      } else {
+        LogWarn("event " + group[i].reason + " on " + group[i].obj.name + " not recorded: " + got[k].message());
+      }
+    }
+  }
+
+  Event NewEvent(const Pending& p, const std::string& now) const {
     Event e;
     // Cluster-scoped objects' events go to "default", as Kubernetes' recorder does.
-    e.meta.namespace_ = obj.namespace_.empty() ? "default" : obj.namespace_;
+    e.meta.namespace_ = p.obj.namespace_.empty() ? "default" : p.obj.namespace_;
     char suffix[32];
     std::snprintf(suffix, sizeof suffix, ".%llx",
                   static_cast<unsigned long long>(
                       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
                           .count()));
-    e.meta.name = obj.name + suffix;
-    e.involved_kind = obj.kind;
-    e.involved_namespace = obj.namespace_;
-    e.involved_name = obj.name;
-    e.involved_uid = obj.uid;
-    e.involved_resource_version = obj.resource_version;
-    e.type = type;
-    e.reason = reason;
-    e.message = message;
+    e.meta.name = p.obj.name + suffix;
+    e.involved_kind = p.obj.kind;
+    e.involved_namespace = p.obj.namespace_;
+    e.involved_name = p.obj.name;
+    e.involved_uid = p.obj.uid;
+    e.involved_resource_version = p.obj.resource_version;
+    e.type = p.type;
+    e.reason = p.reason;
+    e.message = p.message;
     e.count = 1;
     e.first_timestamp = e.last_timestamp = now;
     e.source_component = component_;
-    Status s = api_.CreateEvent(e);
-    if (!s.ok()) {
-      LogWarn("event " + reason + " on " + obj.name + " not recorded: " + s.message());
+    return e;
+  }
+
+  void Remember(const std::string& key, const Event& e) {
+    auto it = seen_.find(key);
+    if (it != seen_.end()) {
+      it->second = e;
       return;
     }
     if (order_.size() >= kRemembered) {

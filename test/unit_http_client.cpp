@@ -295,3 +295,61 @@ TEST_CASE("failures end a request instead of hanging it") {
     CHECK(e == Error::kCanceled);
   }
 }
+
+TEST_CASE("pipelined requests go out in one record and their answers are read in order") {
+  std::string first;
+  ScriptedServer server([&](SSL* ssl) {
+    first = ReadRecord(ssl);
+    // the answers cut at odd places, the second split across records
+    WriteAll(ssl, Ok("one") + "HTTP/1.1 201 Created\r\nContent-Le");
+    WriteAll(ssl, "ngth: 3\r\n\r\ntwo" + Ok("three"));
+  });
+  auto cli = server.Client();
+  HttpsClient::Request rs[] = {Get("/1"), {"POST", "/2", "", "application/json", "{}"}, Get("/3")};
+  HttpsClient::Response out[3];
+  size_t answered = 99;
+  REQUIRE(cli->SendAll(rs, 3, out, &answered) == Error::kNone);
+  CHECK(answered == 3);
+  CHECK(out[0].status == 200);
+  CHECK(out[0].body == "one");
+  CHECK(out[1].status == 201);
+  CHECK(out[1].body == "two");
+  CHECK(out[2].body == "three");
+  std::string host = "Host: 127.0.0.1:" + std::to_string(server.port()) + "\r\n";
+  CHECK(first == "GET /1 HTTP/1.1\r\n" + host + "\r\nPOST /2 HTTP/1.1\r\n" + host +
+                     "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}GET /3 HTTP/1.1\r\n" + host + "\r\n");
+  CHECK(server.accepted() == 1);
+}
+
+TEST_CASE("pipelined requests: what was answered before the connection ended is told apart from the rest") {
+  SECTION("the server closes after the first answer") {
+    ScriptedServer server([&](SSL* ssl) {
+      ReadRequest(ssl);
+      WriteAll(ssl, Ok("one"));
+    });
+    auto cli = server.Client();
+    HttpsClient::Request rs[] = {Get("/1"), Get("/2")};
+    HttpsClient::Response out[2];
+    size_t answered = 0;
+    CHECK(cli->SendAll(rs, 2, out, &answered) == Error::kClosed);
+    CHECK(answered == 1);
+    CHECK(out[0].body == "one");
+  }
+  SECTION("the server answers the first with Connection: close") {
+    ScriptedServer server([&](SSL* ssl) {
+      ReadRequest(ssl);
+      WriteAll(ssl, "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 3\r\n\r\none");
+      SSL_shutdown(ssl);
+    });
+    auto cli = server.Client();
+    HttpsClient::Request rs[] = {Get("/1"), Get("/2"), Get("/3")};
+    HttpsClient::Response out[3];
+    size_t answered = 0;
+    CHECK(cli->SendAll(rs, 3, out, &answered) == Error::kClosed);
+    CHECK(answered == 1);
+    // the next request goes over a new connection
+    HttpsClient::Response r;
+    CHECK(cli->Send(Get("/4"), &r) == Error::kNone);
+    CHECK(server.accepted() == 2);
+  }
+}
