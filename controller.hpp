@@ -9,6 +9,7 @@
 #pragma once
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -141,6 +142,7 @@ class Controller {
   }
 
   static constexpr const char* kScanOrphans = "scan/orphans";
+  static constexpr size_t kKeysPerRound = 8;  // keys a worker takes at once, at most
 
   // A worker thread and what only it uses.
   struct Worker {
@@ -149,6 +151,39 @@ class Controller {
     KubeApi api;
     std::thread thread;
     std::atomic<long> busy_since_ms{0};  // 0 when idle
+  };
+
+  struct Outcome {
+    bool retry = false;
+    int retry_after = 0;  // seconds, at least
+  };
+  static Outcome Done() { return {}; }
+  // The key waits on requests of its round; the outcome comes with their answers.
+  static Outcome Waiting() { return {}; }
+
+  // API requests that a round's keys wait on, sent together, and what each key makes of its
+  // answers.
+  class Round {
+   public:
+    using Then = std::function<Outcome(const Result<HttpResponse>* answers)>;
+    // Key `slot` waits on `calls` (sent in this order); `then` gets their answers.
+    void Wait(size_t slot, std::vector<ApiConnection::Call> calls, Then then) {
+      waits_.push_back({slot, calls_.size(), std::move(then)});
+      for (auto& c : calls) calls_.push_back(std::move(c));
+    }
+    void Send(ApiConnection& conn, std::vector<Outcome>* outcomes) {
+      if (calls_.empty()) return;
+      std::vector<Result<HttpResponse>> answers = conn.RequestAll(calls_);
+      for (const auto& wait : waits_) (*outcomes)[wait.slot] = wait.then(&answers[wait.first]);
+    }
+
+   private:
+    struct Entry {
+      size_t slot, first;
+      Then then;
+    };
+    std::vector<ApiConnection::Call> calls_;
+    std::vector<Entry> waits_;
   };
 
   // A watch event (or a relist) changed a claim: a worker looks at it only if it may need a
@@ -193,25 +228,46 @@ class Controller {
       if (stopped_) return;
     }
     std::call_once(first_scan_, [this] { queue_.Add(kScanOrphans); });
-    std::string key;
-    while (queue_.Get(&key)) {
+    std::vector<std::string> keys;
+    while (queue_.GetSome(kKeysPerRound, &keys)) {
       w.busy_since_ms = NowMs();
-      if (key == kScanOrphans) {
-        std::unique_lock<std::shared_mutex> alone(fs_mu_);
-        ScanOrphans();
-      } else {
-        std::shared_lock<std::shared_mutex> shared(fs_mu_);
-        Outcome o = key.rfind("claim/", 0) == 0 ? SyncClaim(w, key.substr(6)) : SyncVolume(w, key.substr(7));
-        if (o.retry) {
-          auto d = queue_.AddRateLimited(key, std::chrono::seconds(o.retry_after));
-          LogDebug(1, key + ": retrying in " + std::to_string(d.count()) + " ms");
+      std::vector<Outcome> outcomes = RunRound(w, keys);
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (outcomes[i].retry) {
+          auto d = queue_.AddRateLimited(keys[i], std::chrono::seconds(outcomes[i].retry_after));
+          LogDebug(1, keys[i] + ": retrying in " + std::to_string(d.count()) + " ms");
         } else {
-          queue_.Forget(key);
+          queue_.Forget(keys[i]);
         }
+        queue_.Done(keys[i]);
       }
-      queue_.Done(key);
       w.busy_since_ms = 0;
     }
+  }
+
+  // The keys a worker took at once (all that were due, up to kKeysPerRound): each is synced,
+  // the API requests they wait on go out together (pipelined over the worker's connection:
+  // one write and one wake-up of the API server for the lot), then each is finished with its
+  // answers. The orphan scan runs alone, after the others.
+  std::vector<Outcome> RunRound(Worker& w, const std::vector<std::string>& keys) {
+    std::vector<Outcome> outcomes(keys.size());
+    {
+      std::shared_lock<std::shared_mutex> shared(fs_mu_);
+      Round round;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        const std::string& key = keys[i];
+        if (key == kScanOrphans) continue;
+        outcomes[i] = key.rfind("claim/", 0) == 0 ? SyncClaim(w, key.substr(6), &round, i)
+                                                  : SyncVolume(w, key.substr(7), &round, i);
+      }
+      round.Send(w.conn, &outcomes);
+    }
+    for (const std::string& key : keys) {
+      if (key != kScanOrphans) continue;
+      std::unique_lock<std::shared_mutex> alone(fs_mu_);
+      ScanOrphans();
+    }
+    return outcomes;
   }
 
   // Directories in the root named like ours ("<ns>-<claim>-pvc-<uid>") with no PV: made for a
@@ -249,11 +305,6 @@ class Controller {
     }
   }
 
-  struct Outcome {
-    bool retry = false;
-    int retry_after = 0;  // seconds, at least
-  };
-  static Outcome Done() { return {}; }
   static Outcome Retry(const Status& s = Status()) {
     Outcome o;
     o.retry = true;
@@ -266,7 +317,7 @@ class Controller {
   }
   static Involved Of(const Volume& v) { return {"PersistentVolume", "", v.meta.name, v.meta.uid, v.meta.resource_version}; }
 
-  Outcome SyncClaim(Worker& w, const std::string& key) {
+  Outcome SyncClaim(Worker& w, const std::string& key, Round* round, size_t slot) {
     std::optional<Claim> claim = claims_.Get(key);
     if (!claim) return Done();  // gone
     std::optional<StorageClass> sc;
@@ -288,15 +339,15 @@ class Controller {
         recorder_.Warning(Of(*claim), a.reason, a.message);
         return Retry();
       case Action::kProvision:
-        return Provision(w, *claim, a);
+        return Provision(w, *claim, a, round, slot);
       default:
         return Done();
     }
   }
 
-  Outcome Provision(Worker& w, const Claim& claim, const Action& a) {
+  // Makes the directory; the PV's create goes out with the round.
+  Outcome Provision(Worker& w, const Claim& claim, const Action& a, Round* round, size_t slot) {
     auto start = std::chrono::steady_clock::now();
-    std::string key = KeyOf(claim.meta);
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
     if (Status s = root_->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
       return ProvisionFailed(claim, "cannot make directory " + path + ": " + s.message() +
@@ -304,7 +355,18 @@ class Controller {
     }
     // Before the create, so that its watch event, which another worker may handle, finds it.
     created_.Insert(a.volume.meta.name);
-    Status s = w.api.CreateVolume(a.volume);
+    round->Wait(slot, {KubeApi::CreateVolumeCall(a.volume)}, [this, &w, claim, a, start](const Result<HttpResponse>* r) {
+      return Created(w, claim, a, start, *r);
+    });
+    return Waiting();
+  }
+
+  // The PV's create was answered.
+  Outcome Created(Worker& w, const Claim& claim, const Action& a, std::chrono::steady_clock::time_point start,
+                  const Result<HttpResponse>& answer) {
+    std::string key = KeyOf(claim.meta);
+    std::string path = cfg_.pv_dir + "/" + a.dir_name;
+    Status s = KubeApi::CreateVolumeDone(a.volume.meta.name, answer);
     if (s.code() == Status::kConflict) {
       // Made by an earlier attempt (a crash, a retry)? Then it is ours and done.
       Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
@@ -321,7 +383,7 @@ class Controller {
       created_.Erase(a.volume.meta.name);
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
       Outcome o = ProvisionFailed(claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
-      o.retry_after = w.conn.last_retry_after();
+      o.retry_after = answer.ok() ? answer->retry_after : 0;
       return o;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -342,7 +404,7 @@ class Controller {
     return Retry();
   }
 
-  Outcome SyncVolume(Worker& w, const std::string& name) {
+  Outcome SyncVolume(Worker& w, const std::string& name, Round* round, size_t slot) {
     std::optional<Volume> v = volumes_.Get(name);
     if (!v) {
       deleted_.Erase(name);
@@ -362,25 +424,33 @@ class Controller {
       case Action::kDropFinalizer:
         return DropFinalizer(w, *v);
       case Action::kDelete:
-        return Delete(w, *v, a);
+        return Delete(*v, a, round, slot);
       default:
         return Done();
     }
   }
 
   Outcome DropFinalizer(Worker& w, const Volume& v) {
+    return FinalizerDropped(KubeApi::SetVolumeFinalizersDone(v.meta.name, w.conn.Request(DropFinalizerCall(v))));
+  }
+  static ApiConnection::Call DropFinalizerCall(const Volume& v) {
     std::vector<std::string> rest;
     for (const auto& f : v.meta.finalizers)
       if (f != ann::kProvisionerFinalizer) rest.push_back(f);
-    if (Status s = w.api.SetVolumeFinalizers(v, rest); !s.ok()) {
-      // A conflict means a newer version is on its way through the watch.
-      if (s.code() != Status::kConflict && s.code() != Status::kNotFound) LogWarn(s.message());
-      return s.code() == Status::kNotFound ? Done() : Retry();
-    }
-    return Done();
+    return KubeApi::SetVolumeFinalizersCall(v, rest);
+  }
+  static Outcome FinalizerDropped(const Status& s) {
+    if (s.ok()) return Done();
+    // A conflict means a newer version is on its way through the watch.
+    if (s.code() != Status::kConflict && s.code() != Status::kNotFound) LogWarn(s.message());
+    return s.code() == Status::kNotFound ? Done() : Retry();
   }
 
-  Outcome Delete(Worker& w, const Volume& v, const Action& a) {
+  // Removes the directory; dropping our finalizer and deleting the PV go out with the round, in
+  // that order. Both are sent before either is answered: if the finalizer's patch fails (a
+  // newer version, say), the PV is still deleted (its uid checked), waits for the finalizer,
+  // and the next sync drops it; the directory is gone either way.
+  Outcome Delete(const Volume& v, const Action& a, Round* round, size_t slot) {
     auto start = std::chrono::steady_clock::now();
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
     if (Status s = root_->RemoveTree(a.dir_name); !s.ok()) {
@@ -390,19 +460,31 @@ class Controller {
       recorder_.Warning(Of(v), reason::kVolumeFailedDelete, msg);
       return Retry();
     }
-    if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
-      Outcome o = DropFinalizer(w, v);
-      if (o.retry) return o;
-    }
-    if (!v.meta.deleting) {
-      if (Status s = w.api.DeleteVolume(v.meta.name, v.meta.uid); !s.ok()) {
-        stats_.delete_failed++;
-        LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
-        Outcome o = Retry();
-        o.retry_after = w.conn.last_retry_after();
-        return o;
+    const bool drop = HasFinalizer(v.meta, ann::kProvisionerFinalizer), del = !v.meta.deleting;
+    std::vector<ApiConnection::Call> calls;
+    if (drop) calls.push_back(DropFinalizerCall(v));
+    if (del) calls.push_back(KubeApi::DeleteVolumeCall(v.meta.name, v.meta.uid));
+    if (calls.empty()) return Deleted(v, path, start);
+    round->Wait(slot, std::move(calls), [this, v, path, start, drop, del](const Result<HttpResponse>* answers) {
+      if (drop) {
+        Outcome o = FinalizerDropped(KubeApi::SetVolumeFinalizersDone(v.meta.name, *answers++));
+        if (o.retry) return o;
       }
-    }
+      if (del) {
+        if (Status s = KubeApi::DeleteVolumeDone(v.meta.name, *answers); !s.ok()) {
+          stats_.delete_failed++;
+          LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
+          Outcome o = Retry();
+          o.retry_after = answers->ok() ? (*answers)->retry_after : 0;
+          return o;
+        }
+      }
+      return Deleted(v, path, start);
+    });
+    return Waiting();
+  }
+
+  Outcome Deleted(const Volume& v, const std::string& path, std::chrono::steady_clock::time_point start) {
     deleted_.Insert(v.meta.name);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     stats_.deleted++;

@@ -17,6 +17,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 class WorkQueue {
  public:
@@ -100,15 +101,27 @@ class WorkQueue {
   // Blocks until a key is due, and returns it; returns false once ShutDown() was called.
   // The caller must call Done(key) when it has finished with the key.
   bool Get(std::string* key) {
+    std::vector<std::string> keys;
+    if (!GetSome(1, &keys)) return false;
+    *key = std::move(keys[0]);
+    return true;
+  }
+
+  // As Get, but takes every key due now, up to `max` (at least one), in order. Done for each.
+  bool GetSome(size_t max, std::vector<std::string>* keys) {
+    keys->clear();
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       if (shutdown_) return false;
       PromoteDueLocked();
       if (!ready_.empty()) {
-        *key = std::move(ready_.front());
-        ready_.pop_front();
-        dirty_.erase(*key);
-        processing_.insert(*key);
+        while (!ready_.empty() && keys->size() < std::max<size_t>(1, max)) {
+          std::string key = std::move(ready_.front());
+          ready_.pop_front();
+          dirty_.erase(key);
+          processing_.insert(key);
+          keys->push_back(std::move(key));
+        }
         return true;
       }
       if (delayed_.empty()) {

@@ -184,3 +184,21 @@ TEST_CASE("workers never hold the same key at once, and every add is worked on",
   CHECK(all_seen);
   CHECK(handled > 0);
 }
+
+TEST_CASE("GetSome takes the keys due now, in order, up to a limit, each one handed out once", "[queue]") {
+  WorkQueue q;
+  for (const char* k : {"a", "b", "c", "d", "e"}) q.Add(k);
+  q.AddAfter("later", milliseconds(100000));
+  std::vector<std::string> keys;
+  REQUIRE(q.GetSome(3, &keys));
+  CHECK(keys == std::vector<std::string>{"a", "b", "c"});
+  // a key added again while held waits for its Done
+  q.Add("b");
+  REQUIRE(q.GetSome(10, &keys));
+  CHECK(keys == std::vector<std::string>{"d", "e"});  // not "later": it is not due
+  for (const char* k : {"a", "b", "c", "d", "e"}) q.Done(k);
+  REQUIRE(q.GetSome(10, &keys));
+  CHECK(keys == std::vector<std::string>{"b"});
+  q.ShutDown();
+  CHECK_FALSE(q.GetSome(10, &keys));
+}
