@@ -4,7 +4,9 @@
 // requeue the key with per-key backoff; success forgets its failures.
 //
 // Several workers (--workers), each with its own API connection, so that one slow removal or
-// request holds up only one key; the queue never hands one key to two workers. The orphan
+// request holds up only the keys of one worker; the queue never hands one key to two workers.
+// A worker takes the keys that are due at once (a round, up to kKeysPerRound; one when claims
+// come one at a time) and sends the requests they wait on together, pipelined. The orphan
 // scan runs alone: it takes the filesystem lock exclusively, workers share it.
 #pragma once
 #include <atomic>
