@@ -5,9 +5,12 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 
+#include "k8s.hpp"
 #include "test/fake_tls.hpp"
 #include "test/scripted_tls_server.hpp"
 
@@ -352,4 +355,103 @@ TEST_CASE("pipelined requests: what was answered before the connection ended is 
     CHECK(cli->Send(Get("/4"), &r) == Error::kNone);
     CHECK(server.accepted() == 2);
   }
+}
+
+namespace {
+
+std::shared_ptr<ApiEndpoint> EndpointWithTokenFile(const ScriptedServer& server, const std::string& token_file) {
+  ApiCredentials creds;
+  creds.server = "https://127.0.0.1:" + std::to_string(server.port());
+  creds.ca_pem = server.ca_pem();
+  creds.token_file = token_file;
+  creds.source = "test";
+  auto ep = ApiEndpoint::From(creds);
+  REQUIRE(ep.ok());
+  return *ep;
+}
+
+}  // namespace
+
+TEST_CASE("ApiConnection::RequestAll: answers in order, a 401 re-reads the token and sends those calls again") {
+  char dir_tmpl[] = "/tmp/requestall-XXXXXX";
+  REQUIRE(::mkdtemp(dir_tmpl) != nullptr);
+  const std::string dir = dir_tmpl, token = dir + "/token";
+  auto write_token = [&](const std::string& t) {  // a new file, as kubelet writes one
+    std::FILE* f = std::fopen((token + ".new").c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs(t.c_str(), f);
+    std::fclose(f);
+    REQUIRE(std::rename((token + ".new").c_str(), token.c_str()) == 0);
+  };
+  write_token("old");
+  std::vector<std::string> seen;  // "path token" per request, in order
+  ScriptedServer server([&](SSL* ssl) {
+    std::string in;
+    size_t pos = 0;  // where the next request starts
+    while (true) {
+      std::string more = ReadRecord(ssl);
+      if (more.empty()) return;
+      in += more;
+      std::string out;  // the answers of every whole request that came, in order
+      while (true) {
+        size_t end = in.find("\r\n\r\n", pos);
+        if (end == std::string::npos) break;
+        std::string head = in.substr(pos, end - pos);
+        size_t cl = head.find("Content-Length: ");
+        size_t body = cl == std::string::npos ? 0 : std::stoul(head.substr(cl + 16));
+        if (in.size() < end + 4 + body) break;
+        pos = end + 4 + body;
+        std::string path = head.substr(head.find(' ') + 1, head.find(" HTTP/1.1") - head.find(' ') - 1);
+        size_t auth = head.find("Authorization: Bearer ");
+        std::string tok = auth == std::string::npos ? "" : head.substr(auth + 22, head.find("\r\n", auth) - auth - 22);
+        seen.push_back(path + " " + tok);
+        if (path == "/b" && tok == "old") {
+          out += "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n";
+        } else {
+          out += "HTTP/1.1 201 Created\r\nContent-Length: " + std::to_string(path.size()) + "\r\n\r\n" + path;
+        }
+      }
+      if (!out.empty()) WriteAll(ssl, out);
+    }
+  });
+  auto ep = EndpointWithTokenFile(server, token);
+  ApiConnection conn(ep);
+  REQUIRE(conn.Init().ok());
+  REQUIRE(conn.Request("GET", "/first").ok());  // the token "old" is read, and kept for a second
+  write_token("new");
+  std::vector<ApiConnection::Call> calls = {{"POST", "/a", "{}"}, {"POST", "/b", "{}"}, {"POST", "/c", "{}"}};
+  auto got = conn.RequestAll(calls);
+  REQUIRE(got.size() == 3);
+  for (size_t i = 0; i < 3; ++i) {
+    REQUIRE(got[i].ok());
+    CHECK(got[i]->status == 201);
+  }
+  CHECK(got[0]->body == "/a");
+  CHECK(got[1]->body == "/b");
+  CHECK(got[2]->body == "/c");
+  CHECK(seen == std::vector<std::string>{"/first old", "/a old", "/b old", "/c old", "/b new"});
+  CHECK(server.accepted() == 1);  // all over one kept-alive connection
+  std::system(("rm -rf '" + dir + "'").c_str());
+}
+
+TEST_CASE("ApiConnection::RequestAll: calls the connection broke before answering come back Unavailable") {
+  ScriptedServer server([&](SSL* ssl) {
+    ReadRequest(ssl);
+    WriteAll(ssl, "HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok");  // then it closes
+  });
+  ApiCredentials creds;
+  creds.server = "https://127.0.0.1:" + std::to_string(server.port());
+  creds.ca_pem = server.ca_pem();
+  creds.source = "test";
+  auto ep = ApiEndpoint::From(creds);
+  REQUIRE(ep.ok());
+  ApiConnection conn(*ep);
+  REQUIRE(conn.Init().ok());
+  auto got = conn.RequestAll({{"POST", "/a", "{}"}, {"DELETE", "/b", ""}});
+  REQUIRE(got.size() == 2);
+  REQUIRE(got[0].ok());
+  CHECK(got[0]->status == 201);
+  REQUIRE_FALSE(got[1].ok());
+  CHECK(got[1].status().code() == Status::kUnavailable);
+  CHECK(got[1].status().message().rfind("DELETE /b: the connection closed", 0) == 0);
 }
