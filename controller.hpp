@@ -6,8 +6,9 @@
 // Several workers (--workers), each with its own API connection, so that one slow removal or
 // request holds up only the keys of one worker; the queue never hands one key to two workers.
 // A worker takes the keys that are due at once (a round, up to kKeysPerRound; one when claims
-// come one at a time) and sends the requests they wait on together, pipelined. The orphan
-// scan runs alone: it takes the filesystem lock exclusively, workers share it.
+// come one at a time) and sends the requests they wait on together, pipelined; a round's
+// claims never wait for its removals. The orphan scan runs alone: it takes the filesystem lock
+// exclusively, workers share it.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -250,19 +251,22 @@ class Controller {
   // The keys a worker took at once (all that were due, up to kKeysPerRound): each is synced,
   // the API requests they wait on go out together (pipelined over the worker's connection:
   // one write and one wake-up of the API server for the lot), then each is finished with its
-  // answers. The orphan scan runs alone, after the others.
+  // answers. Claims go first, with requests of their own: a removal can take long (a tree of
+  // many files), and a claim waiting for its volume never waits for one. The orphan scan runs
+  // alone, after the others.
   std::vector<Outcome> RunRound(Worker& w, const std::vector<std::string>& keys) {
     std::vector<Outcome> outcomes(keys.size());
     {
       std::shared_lock<std::shared_mutex> shared(fs_mu_);
-      Round round;
-      for (size_t i = 0; i < keys.size(); ++i) {
-        const std::string& key = keys[i];
-        if (key == kScanOrphans) continue;
-        outcomes[i] = key.rfind("claim/", 0) == 0 ? SyncClaim(w, key.substr(6), &round, i)
-                                                  : SyncVolume(w, key.substr(7), &round, i);
+      for (bool claims : {true, false}) {
+        Round round;
+        for (size_t i = 0; i < keys.size(); ++i) {
+          const std::string& key = keys[i];
+          if (key == kScanOrphans || (key.rfind("claim/", 0) == 0) != claims) continue;
+          outcomes[i] = claims ? SyncClaim(w, key.substr(6), &round, i) : SyncVolume(w, key.substr(7), &round, i);
+        }
+        round.Send(w.conn, &outcomes);
       }
-      round.Send(w.conn, &outcomes);
     }
     for (const std::string& key : keys) {
       if (key != kScanOrphans) continue;
