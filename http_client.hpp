@@ -66,17 +66,8 @@ class HttpsClient {
 
   // Sends `r` and reads the whole answer into `out`.
   Error Send(const Request& r, Response* out) {
-    out->body.clear();
-    return Send(
-        r,
-        [out](const Head& h) {
-          static_cast<Head&>(*out) = h;
-          return true;
-        },
-        [out](const char* p, size_t n) {
-          out->body.append(p, n);
-          return true;
-        });
+    size_t answered = 0;
+    return SendAll(&r, 1, out, &answered);
   }
 
   // Sends `r`, then hands the answer's head to on_head and its body to on_data as it arrives.

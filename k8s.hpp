@@ -346,22 +346,10 @@ class ApiConnection {
 
   Result<HttpResponse> Once(const std::string& method, const std::string& path, const std::string& body,
                             const std::string& content_type, std::chrono::seconds timeout) {
-    if (method != "GET" && method != "POST" && method != "PUT" && method != "PATCH" && method != "DELETE")
-      return Status::Error("unsupported method " + method);
-    last_retry_after_ = 0;
-    std::string headers = Headers();
-    HttpsClient::Response res;
-    HttpsClient::Error e = cli_->Send({method, path, headers, body.empty() ? "" : content_type, body, timeout}, &res);
-    Observe(VerbOf(method, path), path, e == HttpsClient::Error::kNone ? res.status : 0);
-    if (e != HttpsClient::Error::kNone) return Unreachable(method + " " + path, e);
-    HttpResponse out;
-    out.status = res.status;
-    out.body = std::move(res.body);
-    out.retry_after = res.retry_after;
-    last_retry_after_ = out.retry_after;
-    return out;
+    return std::move(AllOnce({{method, path, body, content_type}}, timeout)[0]);
   }
 
+  // The calls sent once, pipelined (see RequestAll): a result each.
   std::vector<Result<HttpResponse>> AllOnce(const std::vector<Call>& calls, std::chrono::seconds timeout) {
     std::vector<Result<HttpResponse>> out;
     for (const Call& c : calls) {
