@@ -7,6 +7,7 @@
 #pragma once
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "test/fake_admission.hpp"
@@ -399,8 +400,8 @@ class PvController {
   std::set<std::string> emitted_;  // uid/reason of the events recorded, while the claim exists
   std::vector<std::string> pending;  // scratch
   std::set<std::string> unbound_;                         // volumes without claimRef
-  std::map<std::string, std::set<std::string>> by_claim_;  // claim key -> volumes whose claimRef names it
-  std::map<std::string, std::string> claim_of_;           // volume -> its by_claim_ key
+  std::unordered_map<std::string, std::set<std::string>> by_claim_;  // claim key -> volumes whose claimRef names it
+  std::unordered_map<std::string, std::string> claim_of_;           // volume -> its by_claim_ key
 };
 
 }  // namespace fake

@@ -126,6 +126,7 @@ inline bool Holds(const Requirement& r, bool present, const std::string& value) 
 }
 
 inline bool MatchesLabels(const Json& obj, const std::vector<Requirement>& sel) {
+  if (sel.empty()) return true;  // most watches and lists: no walk to the labels
   const Json* labels = Path(obj, {"metadata", "labels"});
   for (const auto& r : sel) {
     const Json* v = labels ? Member(*labels, r.key) : nullptr;
