@@ -201,7 +201,7 @@ class ApiServer {
     for (int i = 0; i < 16 && !evicted_.empty(); ++i) evicted_.pop_front();
     return !evicted_.empty();
   }
-  static constexpr size_t kMaxEvicted = 10000;
+  static constexpr size_t kMaxEvicted = 50000;
 
   // How far Dispatch got with one request, kept between its calls.
   struct Progress {

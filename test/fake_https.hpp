@@ -16,9 +16,7 @@
 // A round: read what has arrived, answer it and send the answers (again, while more keeps
 // arriving, up to kRoundsPerFinish times), run the background work (the fake's controllers,
 // which react to a write after it was answered, as real controllers do), and then give the
-// exchanges that follow the store (watches) what all of that wrote, in one write each. When
-// nothing has arrived and no exchange needs asking, the idle work (freeing) is done a piece at
-// a time, with a look for new events after each piece.
+// exchanges that follow the store (watches) what all of that wrote, in one write each.
 #pragma once
 #include <netinet/in.h>
 #include <netinet/tcp.h>
