@@ -180,28 +180,14 @@ class ApiServer {
     return Reply(code, std::move(ev));
   }
   // The event loop's background work, after each round's answers went out: the controllers
-  // react to the round's writes (as real ones react to a write after it was answered). The
-  // events that left the history are kept for FreeSome.
+  // react to the round's writes (as real ones react to a write after it was answered), and the
+  // events that left the history are freed, outside the lock.
   void RunControllers() {
     std::vector<EventPtr> evicted;
-    {
-      Store::Lock l(store_);
-      ctl_.Drain();
-      evicted = store_.TakeEvicted();
-    }
-    for (EventPtr& e : evicted) evicted_.push_back(std::move(e));
-    while (evicted_.size() > kMaxEvicted) evicted_.pop_front();
+    Store::Lock l(store_);
+    ctl_.Drain();
+    evicted = store_.TakeEvicted();
   }
-  // The event loop's idle work: frees a few events that left the history, outside the lock;
-  // true while more are left. Freeing an old version touches every node no newer version
-  // shares, memory long out of the caches: in a burst of writes that was a twelfth of the
-  // fake's CPU (perf), and it waits for the moments the fake has nothing else to do, as a
-  // garbage collector would (up to kMaxEvicted events, then they are freed as they leave).
-  bool FreeSome() {
-    for (int i = 0; i < 16 && !evicted_.empty(); ++i) evicted_.pop_front();
-    return !evicted_.empty();
-  }
-  static constexpr size_t kMaxEvicted = 50000;
 
   // How far Dispatch got with one request, kept between its calls.
   struct Progress {
@@ -281,7 +267,6 @@ class ApiServer {
   WatchControls watch_;  // guarded by store_.mu
   mutable std::mutex log_mu_;
   std::vector<RequestRecord> requests_;
-  std::deque<EventPtr> evicted_;  // left the history, freed by FreeSome (the loop's thread only)
   std::vector<std::pair<RequestRecord, std::string>> denials_;  // with the message
 };
 
@@ -586,7 +571,7 @@ inline Status ApiServer::Start() {
   watch_.bookmark_seconds = opts_.bookmark_seconds;
   auto loop = std::make_unique<HttpsLoop>(
       [this](httplib::Request req) { return std::unique_ptr<Exchange>(std::make_unique<Pending>(*this, std::move(req))); },
-      [this] { RunControllers(); }, HttpsLoop::Options(), [this] { return FreeSome(); });
+      [this] { RunControllers(); }, HttpsLoop::Options());
   auto port = loop->Listen(pki->server_cert.get(), pki->server_key.get(), opts_.port);
   if (!port.ok()) return port.status();
   port_ = *port;

@@ -63,9 +63,6 @@ class Exchange {
 using Handler = std::function<std::unique_ptr<Exchange>(httplib::Request)>;
 // Work that no answer waits for, done after each round's answers were sent.
 using Background = std::function<void()>;
-// Work that can wait until nothing else is to be done (freeing what the history let go of),
-// done a piece at a time; true while pieces are left.
-using IdleWork = std::function<bool()>;
 
 // Appends the bytes of a complete answer: status line, res's headers, Content-Length and body.
 inline void AppendResponse(std::string& out, const httplib::Response& res) {
@@ -212,8 +209,8 @@ class HttpsLoop {
     size_t max_unsent = 256u << 20;    // a client that reads slower than this is cut off
   };
 
-  HttpsLoop(Handler handler, Background background, Options opts, IdleWork idle = nullptr)
-      : handler_(std::move(handler)), background_(std::move(background)), idle_(std::move(idle)), opts_(opts) {}
+  HttpsLoop(Handler handler, Background background, Options opts)
+      : handler_(std::move(handler)), background_(std::move(background)), opts_(opts) {}
   ~HttpsLoop() {
     while (!conns_.empty()) Close(*conns_.begin()->second, false);  // Close erases
     if (ctx_ != nullptr) SSL_CTX_free(ctx_);
@@ -276,7 +273,7 @@ class HttpsLoop {
     int64_t work_start = 0;  // thread CPU time when the last round's work began
     while (!stop_.load()) {
       if (work_start > 0) Burn(ThreadCpuNs() - work_start);
-      int n = rounds > 0 ? epoll_wait(epoll_fd_, events, 64, 0) : WaitIdle(events);
+      int n = epoll_wait(epoll_fd_, events, 64, rounds > 0 ? 0 : TimeoutMs());
       work_start = extra_work_.load() > 0 ? ThreadCpuNs() : 0;
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
@@ -551,27 +548,10 @@ class HttpsLoop {
     }
   }
 
-  // Waits for events as long as no exchange needs asking, doing the idle work meanwhile a piece
-  // at a time, looking for events after each piece.
-  int WaitIdle(epoll_event* events) {
-    int timeout = TimeoutMs();
-    if (idle_ && timeout != 0) {
-      const auto until = Clock::now() + std::chrono::milliseconds(timeout < 0 ? 60000 : timeout);
-      while (idle_()) {
-        int n = epoll_wait(epoll_fd_, events, 64, 0);
-        if (n != 0) return n;
-        if (Clock::now() >= until) return 0;
-      }
-      timeout = TimeoutMs();
-    }
-    return epoll_wait(epoll_fd_, events, 64, timeout);
-  }
-
   static constexpr int kRoundsPerFinish = 8;  // rounds of answers at most before the background work and watches
 
   Handler handler_;
   Background background_;
-  IdleWork idle_;
   Options opts_;
   SSL_CTX* ctx_ = nullptr;
   int listen_fd_ = -1, epoll_fd_ = -1, wake_fd_ = -1;
