@@ -311,6 +311,8 @@ class Controller {
     }
   }
 
+  // The seconds an answer asked to wait before trying again (Retry-After), 0 without one.
+  static int RetryAfter(const Result<HttpResponse>& answer) { return answer.ok() ? answer->retry_after : 0; }
   static Outcome Retry(const Status& s = Status()) {
     Outcome o;
     o.retry = true;
@@ -361,17 +363,15 @@ class Controller {
     }
     // Before the create, so that its watch event, which another worker may handle, finds it.
     created_.Insert(a.volume.meta.name);
-    round->Wait(slot, {KubeApi::CreateVolumeCall(a.volume)}, [this, &w, claim, a, start](const Result<HttpResponse>* r) {
-      return Created(w, claim, a, start, *r);
+    round->Wait(slot, {KubeApi::CreateVolumeCall(a.volume)}, [this, &w, claim, a, path, start](const Result<HttpResponse>* r) {
+      return Created(w, claim, a, path, start, *r);
     });
     return Waiting();
   }
 
   // The PV's create was answered.
-  Outcome Created(Worker& w, const Claim& claim, const Action& a, std::chrono::steady_clock::time_point start,
-                  const Result<HttpResponse>& answer) {
-    std::string key = KeyOf(claim.meta);
-    std::string path = cfg_.pv_dir + "/" + a.dir_name;
+  Outcome Created(Worker& w, const Claim& claim, const Action& a, const std::string& path,
+                  std::chrono::steady_clock::time_point start, const Result<HttpResponse>& answer) {
     Status s = KubeApi::CreateVolumeDone(a.volume.meta.name, answer);
     if (s.code() == Status::kConflict) {
       // Made by an earlier attempt (a crash, a retry)? Then it is ours and done.
@@ -389,7 +389,7 @@ class Controller {
       created_.Erase(a.volume.meta.name);
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
       Outcome o = ProvisionFailed(claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
-      o.retry_after = answer.ok() ? answer->retry_after : 0;
+      o.retry_after = RetryAfter(answer);
       return o;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -397,7 +397,7 @@ class Controller {
     stats_.provision_seconds.Observe(secs);
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.1f ms", secs * 1000);
-    LogInfo("provisioned " + key + " -> " + a.volume.meta.name + " at " + path + " (" + ms + ")");
+    LogInfo("provisioned " + KeyOf(claim.meta) + " -> " + a.volume.meta.name + " at " + path + " (" + ms + ")");
     recorder_.Normal(Of(claim), reason::kProvisioningSucceeded,
                      "Successfully provisioned volume " + a.volume.meta.name + " at " + path);
     return Done();
@@ -481,7 +481,7 @@ class Controller {
           stats_.delete_failed++;
           LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
           Outcome o = Retry();
-          o.retry_after = answers->ok() ? (*answers)->retry_after : 0;
+          o.retry_after = RetryAfter(*answers);
           return o;
         }
       }
