@@ -15,6 +15,8 @@
 // and with a quarter of each of the provisioner's CPUs taken. The fake is not the bottleneck if
 // the burst is hardly slower without a quarter of its CPU. (CPU shares alone do not tell: the provisioner batches more when it falls behind,
 // so its share shrinks when it has less CPU, and it is not the side with headroom.)
+// Between bursts it times a fixed piece of work on each CPU: how much the machine's own speed
+// varied over the run, against which the differences above can be weighed.
 // It also measures the provisioner's memory and CPU at idle (ticks, wake-ups), the stripped
 // binary's size, and start-up (exec -> /readyz 200, then memory) with 10 000 bound claims and
 // PVs already in the API server, then bursts of 1000 claims with those cached: the provisioner's
@@ -144,6 +146,35 @@ long MachineBusyTicks() {
 // The 1-minute load average (other work on the machine disturbs the timings).
 double LoadAverage() { return std::atof(harness::ReadFile("/proc/loadavg").c_str()); }
 
+// How fast a CPU is at this moment: the CPU time, in ms, that a fixed piece of work (writing a
+// MiB and integer arithmetic, about 5 ms) takes on a thread pinned to `cpu`. On a VM it changes
+// with what the host runs beside it, which steal time shows only in part: on this project's VM
+// the same work took from 0.8 to 2.3 times its usual time within a minute. Timings of bursts
+// change with it; the spread of these probes over a run says how far they can be trusted.
+double FixedWorkMs(int cpu) {
+  double ms = -1;
+  std::thread probe([&] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) return;  // 0: this thread
+    std::vector<unsigned char> buf(1 << 20);
+    timespec a{}, b{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    volatile unsigned long sink = 0;
+    for (unsigned i = 0; i < 20; ++i) {
+      std::memset(buf.data(), static_cast<int>(i), buf.size());
+      unsigned long x = buf[i * 4096];
+      for (unsigned j = 0; j < 200000; ++j) x = x * 2862933555777941757UL + j;
+      sink = sink + x;
+    }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    ms = static_cast<double>(b.tv_sec - a.tv_sec) * 1e3 + static_cast<double>(b.tv_nsec - a.tv_nsec) / 1e6;
+  });
+  probe.join();
+  return ms;
+}
+
 // Voluntary + involuntary context switches, summed over the process's live threads.
 long WakeUps(pid_t pid) {
   std::string dir = "/proc/" + std::to_string(pid) + "/task";
@@ -155,6 +186,22 @@ long WakeUps(pid_t pid) {
     std::string s = harness::ReadFile(dir + "/" + e->d_name + "/status");
     sum += std::max(0L, StatusField(s, "voluntary_ctxt_switches")) +
            std::max(0L, StatusField(s, "nonvoluntary_ctxt_switches"));
+  }
+  ::closedir(d);
+  return sum;
+}
+
+// CPU time of the process's live threads in seconds, from /proc/PID/task/*/schedstat (the
+// scheduler's nanoseconds; /proc/PID/stat counts 10 ms ticks, a tenth of a burst's figure).
+// For processes whose threads live as long as they do (the provisioner, the fake); -1 if gone.
+double CpuSeconds(pid_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return -1;
+  double sum = 0;
+  while (dirent* e = ::readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    sum += std::atof(harness::ReadFile(dir + "/" + e->d_name + "/schedstat").c_str()) / 1e9;
   }
   ::closedir(d);
   return sum;
@@ -650,17 +697,18 @@ void WaitSampling(const Target& t, const std::function<bool()>& done, Memory* pe
 }
 
 struct CpuMark {
-  long prov = 0, fake = 0, machine = 0;
+  double prov = 0, fake = 0;
+  long machine = 0;
   double self = 0;
 };
 CpuMark MarkCpu(const Target& t) {
-  return {t.provisioner ? CpuTicks(t.provisioner) : 0, CpuTicks(t.fake->pid()), MachineBusyTicks(), SelfCpuSeconds()};
+  return {t.provisioner ? CpuSeconds(t.provisioner) : 0, CpuSeconds(t.fake->pid()), MachineBusyTicks(), SelfCpuSeconds()};
 }
 // CPU used from `before` until the burst completed.
 void AddCpu(const Target& t, const CpuMark& before, BurstResult* r) {
   CpuMark after = MarkCpu(t);
-  if (t.provisioner) r->cpu_seconds = TicksToSeconds(after.prov - before.prov);
-  r->fake_cpu_seconds = TicksToSeconds(after.fake - before.fake);
+  if (t.provisioner) r->cpu_seconds = after.prov - before.prov;
+  r->fake_cpu_seconds = after.fake - before.fake;
   r->bench_cpu_seconds = after.self - before.self;
   r->machine_cpu_seconds = TicksToSeconds(after.machine - before.machine);
 }
@@ -1203,6 +1251,13 @@ int Run(bool startup_only) {
     std::fflush(stdout);
   };
   Idle idle;
+  std::map<int, std::vector<double>> fixed_work;  // by CPU: FixedWorkMs between bursts
+  auto probe = [&] {
+    std::vector<int> cpus = TheCpus().clients;
+    cpus.insert(cpus.end(), TheCpus().fake.begin(), TheCpus().fake.end());
+    if (cpus.empty()) cpus = {sched_getcpu()};
+    for (int c : cpus) fixed_work[c].push_back(FixedWorkMs(c));
+  };
   std::map<std::pair<std::string, Taken>, Limits> limits;
   Memory after_bursts;
   double empty_ready = 0;
@@ -1282,6 +1337,7 @@ int Run(bool startup_only) {
       // what the filesystem did just before (a thousand rmdirs) changes how fast mkdir is.
       const Target* order[] = {round % 2 == 0 ? &ours : &base, round % 2 == 0 ? &base : &ours};
       for (int n : sizes) {
+        probe();
         std::map<const Target*, std::vector<Claimed>> claims;
         std::string id = std::to_string(n) + "r" + std::to_string(round);
         for (const Target* t : order)
@@ -1295,6 +1351,7 @@ int Run(bool startup_only) {
       std::fflush(stdout);
       for (int round = 0; round < kBottleneckRounds; ++round)
         for (Taken taken : {Taken::kNothing, Taken::kFakeCpu, Taken::kFakeSlowed, Taken::kProvisionerCpus}) {
+          probe();
           std::vector<Claimed> claims;
           std::string prefix = "x" + std::to_string(round) + "t" + std::to_string(static_cast<int>(taken));
           for (const char* what : {"create", "delete"}) {
@@ -1370,12 +1427,13 @@ int Run(bool startup_only) {
                 " (provisioner; medians of " + std::to_string(kBottleneckRounds) + " rounds)");
     // Slower by: the median over rounds of each round's time against the same round's time
     // with nothing taken (the runs of a round are back to back, so drift cancels out).
+    // Their spread (the lowest and highest of the rounds) shows how far the median can be trusted.
     auto slower = [&](const char* what, Taken taken) {
       const std::vector<double>& none = limits[{what, Taken::kNothing}].seconds;
       const std::vector<double>& with = limits[{what, taken}].seconds;
       std::vector<double> ratios;
       for (size_t i = 0; i < std::min(none.size(), with.size()); ++i) ratios.push_back(with[i] / none[i] - 1);
-      return Percentile(ratios, 0.5);
+      return ratios;
     };
     for (const char* what : {"create", "delete"}) {
       double none = Percentile(limits[{what, Taken::kNothing}].seconds, 0.5);
@@ -1384,11 +1442,16 @@ int Run(bool startup_only) {
       w["nothing_taken_seconds"] = J(none);
       for (Taken taken : {Taken::kFakeCpu, Taken::kFakeSlowed, Taken::kProvisionerCpus}) {
         const Limits& l = limits[{what, taken}];
-        double t = Percentile(l.seconds, 0.5), percent = slower(what, taken) * 100;
-        row += Fmt(" / %.3f s", t) + Fmt(" (%+.0f%%)", percent);
+        std::vector<double> per_round = slower(what, taken);
+        double t = Percentile(l.seconds, 0.5), percent = Percentile(per_round, 0.5) * 100;
+        double low = *std::min_element(per_round.begin(), per_round.end()) * 100;
+        double high = *std::max_element(per_round.begin(), per_round.end()) * 100;
+        row += Fmt(" / %.3f s", t) + Fmt(" (%+.0f%%", percent) + Fmt(", %+.0f", low) + Fmt("..%+.0f)", high);
         picojson::object o;
         o["seconds_median"] = J(t);
         o["slower_percent_median_of_rounds"] = J(percent);
+        o["slower_percent_lowest_round"] = J(low);
+        o["slower_percent_highest_round"] = J(high);
         o["share_taken"] = J(Percentile(l.got, 0.5));
         w[taken == Taken::kFakeCpu ? "fake_cpu_taken" : taken == Taken::kFakeSlowed ? "fake_slowed" : "provisioner_cpus_taken"] =
             picojson::value(o);
@@ -1402,9 +1465,10 @@ int Run(bool startup_only) {
       return Percentile(all, 0.5) * 100;
     };
     rep.Add("share the CpuThiefs got (fake's / provisioner's)", Fmt("%.0f%%", got(Taken::kFakeCpu)) + Fmt(" / %.0f%%", got(Taken::kProvisionerCpus)));
-    double worst = std::max(slower("create", Taken::kFakeCpu), slower("delete", Taken::kFakeCpu));
+    auto median_slower = [&](const char* what, Taken taken) { return Percentile(slower(what, taken), 0.5); };
+    double worst = std::max(median_slower("create", Taken::kFakeCpu), median_slower("delete", Taken::kFakeCpu));
     rep.Add("slower with the fake's CPU taken (worse of two)", Fmt("%+.0f%%", worst * 100), "< +10%", worst < 0.10);
-    double worst_slowed = std::max(slower("create", Taken::kFakeSlowed), slower("delete", Taken::kFakeSlowed));
+    double worst_slowed = std::max(median_slower("create", Taken::kFakeSlowed), median_slower("delete", Taken::kFakeSlowed));
     rep.Add("slower with the fake slowed evenly (worse of two)", Fmt("%+.0f%%", worst_slowed * 100));
   }
   rep.Section("idle (from 1 s after /readyz, no claims)");
@@ -1446,6 +1510,15 @@ int Run(bool startup_only) {
   }
   rep.Section("machine");
   rep.Add("load average before / after", Fmt("%.2f", load_before) + Fmt(" / %.2f", load_after));
+  picojson::object fixed_j;
+  for (const auto& [cpu, ms] : fixed_work) {
+    rep.Add("fixed work on CPU " + std::to_string(cpu) + ", min / median / max of " + std::to_string(ms.size()),
+            Fmt("%.1f", *std::min_element(ms.begin(), ms.end())) + Fmt(" / %.1f", Percentile(ms, 0.5)) +
+                Fmt(" / %.1f ms", *std::max_element(ms.begin(), ms.end())));
+    picojson::array a;
+    for (double x : ms) a.push_back(J(x));
+    fixed_j[std::to_string(cpu)] = picojson::value(a);
+  }
   rep.Print();
   if (load_before > 1.0)
     std::printf("\nnote: the machine was busy with other work (load %.2f): timings are disturbed\n", load_before);
@@ -1456,6 +1529,7 @@ int Run(bool startup_only) {
   out["binary_bytes"] = J(static_cast<double>(binary_bytes));
   out["load_average_before"] = J(load_before);
   out["load_average_after"] = J(load_after);
+  out["fixed_work_ms_by_cpu"] = picojson::value(fixed_j);
   idle_j["memory"] = MemoryJson(idle.memory);
   idle_j["seconds"] = J(idle.seconds);
   idle_j["cpu_ticks"] = J(static_cast<double>(idle.cpu_ticks));
