@@ -147,10 +147,11 @@ long MachineBusyTicks() {
 double LoadAverage() { return std::atof(harness::ReadFile("/proc/loadavg").c_str()); }
 
 // How fast a CPU is at this moment: the CPU time, in ms, that a fixed piece of work (writing a
-// MiB and integer arithmetic, about 5 ms) takes on a thread pinned to `cpu`. On a VM it changes
-// with what the host runs beside it, which steal time shows only in part: on this project's VM
-// the same work took from 0.8 to 2.3 times its usual time within a minute. Timings of bursts
-// change with it; the spread of these probes over a run says how far they can be trusted.
+// MiB and integer arithmetic, about 6 ms) takes on a thread pinned to `cpu`; -1 if it cannot be
+// pinned there. On a VM it changes with what the host runs beside it, which steal time shows
+// only in part (on this project's VM a similar loop once took from 0.08 to 0.23 s within a
+// minute). Timings of bursts change with it: the spread of these probes over a run says whether
+// the machine kept its speed.
 double FixedWorkMs(int cpu) {
   double ms = -1;
   std::thread probe([&] {
@@ -1256,7 +1257,8 @@ int Run(bool startup_only) {
     std::vector<int> cpus = TheCpus().clients;
     cpus.insert(cpus.end(), TheCpus().fake.begin(), TheCpus().fake.end());
     if (cpus.empty()) cpus = {sched_getcpu()};
-    for (int c : cpus) fixed_work[c].push_back(FixedWorkMs(c));
+    for (int c : cpus)
+      if (double ms = FixedWorkMs(c); ms >= 0) fixed_work[c].push_back(ms);
   };
   std::map<std::pair<std::string, Taken>, Limits> limits;
   Memory after_bursts;
