@@ -60,6 +60,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <set>
 #include <sstream>
 #include <string>
@@ -131,27 +132,31 @@ Memory ReadMemory(pid_t pid) {
   return {StatusField(s, "VmRSS"), StatusField(s, "RssAnon"), StatusField(s, "VmHWM"), StatusField(s, "RssFile")};
 }
 
-// Busy ticks of the whole machine (all CPUs; total minus idle and iowait), from /proc/stat.
-long MachineBusyTicks() {
+// Ticks of the whole machine, from /proc/stat.
+struct MachineTicks {
+  long busy = 0;    // all CPUs: total minus idle, iowait and steal
+  long stolen = 0;  // steal: time the VM's CPUs were ready to run but the host ran something else
+};
+MachineTicks ReadMachineTicks() {
   std::istringstream in(harness::ReadFile("/proc/stat"));
   std::string cpu;
-  long v[8] = {};
+  long v[8] = {};  // user nice system idle iowait irq softirq steal
   in >> cpu;
   for (long& x : v) in >> x;
   long total = 0;
   for (long x : v) total += x;
-  return total - v[3] - v[4];
+  return {total - v[3] - v[4] - v[7], v[7]};
 }
 
 // The 1-minute load average (other work on the machine disturbs the timings).
 double LoadAverage() { return std::atof(harness::ReadFile("/proc/loadavg").c_str()); }
 
-// How fast a CPU is at this moment: the CPU time, in ms, that a fixed piece of work (writing a
-// MiB and integer arithmetic, about 6 ms) takes on a thread pinned to `cpu`; -1 if it cannot be
-// pinned there. On a VM it changes with what the host runs beside it, which steal time shows
-// only in part (on this project's VM a similar loop once took from 0.08 to 0.23 s within a
-// minute). Timings of bursts change with it: the spread of these probes over a run says whether
-// the machine kept its speed.
+// How fast a CPU is at this moment: the time, in ms, that a fixed piece of work (writing a MiB
+// and integer arithmetic, about 6 ms) takes on a thread pinned to `cpu`, between bursts when
+// nothing else runs there; -1 if it cannot be pinned there. Wall time, not CPU time: the
+// kernel leaves the host's steal out of a thread's CPU time, and on this project's VM steal was
+// a quarter of the CPUs' busy time over one run. Timings of bursts change with it:
+// the spread of these probes over a run says whether the machine kept its speed.
 double FixedWorkMs(int cpu) {
   double ms = -1;
   std::thread probe([&] {
@@ -161,7 +166,7 @@ double FixedWorkMs(int cpu) {
     if (sched_setaffinity(0, sizeof set, &set) != 0) return;  // 0: this thread
     std::vector<unsigned char> buf(1 << 20);
     timespec a{}, b{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+    clock_gettime(CLOCK_MONOTONIC, &a);
     volatile unsigned long sink = 0;
     for (unsigned i = 0; i < 20; ++i) {
       std::memset(buf.data(), static_cast<int>(i), buf.size());
@@ -169,7 +174,7 @@ double FixedWorkMs(int cpu) {
       for (unsigned j = 0; j < 200000; ++j) x = x * 2862933555777941757UL + j;
       sink = sink + x;
     }
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+    clock_gettime(CLOCK_MONOTONIC, &b);
     ms = static_cast<double>(b.tv_sec - a.tv_sec) * 1e3 + static_cast<double>(b.tv_nsec - a.tv_nsec) / 1e6;
   });
   probe.join();
@@ -629,6 +634,7 @@ struct BurstResult {
   long hwm_kib = -1;                     // its VmHWM after the burst
   double fake_cpu_seconds = 0, bench_cpu_seconds = 0;
   double machine_cpu_seconds = 0;        // every process on the machine, over the same time
+  double stolen_seconds = 0;             // the host's steal over the same time (not in the above)
   // CPU of processes other than the provisioner, the fake and this bench (other work on the machine).
   double others_cpu_seconds() const {
     return std::max(0.0, machine_cpu_seconds - fake_cpu_seconds - bench_cpu_seconds - std::max(0.0, cpu_seconds));
@@ -699,11 +705,11 @@ void WaitSampling(const Target& t, const std::function<bool()>& done, Memory* pe
 
 struct CpuMark {
   double prov = 0, fake = 0;
-  long machine = 0;
+  MachineTicks machine;
   double self = 0;
 };
 CpuMark MarkCpu(const Target& t) {
-  return {t.provisioner ? CpuSeconds(t.provisioner) : 0, CpuSeconds(t.fake->pid()), MachineBusyTicks(), SelfCpuSeconds()};
+  return {t.provisioner ? CpuSeconds(t.provisioner) : 0, CpuSeconds(t.fake->pid()), ReadMachineTicks(), SelfCpuSeconds()};
 }
 // CPU used from `before` until the burst completed.
 void AddCpu(const Target& t, const CpuMark& before, BurstResult* r) {
@@ -711,7 +717,8 @@ void AddCpu(const Target& t, const CpuMark& before, BurstResult* r) {
   if (t.provisioner) r->cpu_seconds = after.prov - before.prov;
   r->fake_cpu_seconds = after.fake - before.fake;
   r->bench_cpu_seconds = after.self - before.self;
-  r->machine_cpu_seconds = TicksToSeconds(after.machine - before.machine);
+  r->machine_cpu_seconds = TicksToSeconds(after.machine.busy - before.machine.busy);
+  r->stolen_seconds = TicksToSeconds(after.machine.stolen - before.machine.stolen);
 }
 
 const char* WhoOf(const Target& t) { return t.baseline ? "baseline" : "provisioner"; }
@@ -1032,7 +1039,7 @@ struct Summary {
   std::vector<double> seconds, latency_ms;
   std::map<std::string, long> requests;
   long volumes = 0, writes = 0, gets = 0;
-  double cpu = 0, fake_cpu = 0, bench_cpu = 0, others_cpu = 0, busy = 0;
+  double cpu = 0, fake_cpu = 0, bench_cpu = 0, others_cpu = 0, stolen = 0, busy = 0;
   Memory peak;
   long hwm_kib = -1;
 
@@ -1047,6 +1054,7 @@ struct Summary {
     fake_cpu += b.fake_cpu_seconds;
     bench_cpu += b.bench_cpu_seconds;
     others_cpu += b.others_cpu_seconds();
+    stolen += b.stolen_seconds;
     busy += b.seconds;
     peak.rss_kib = std::max(peak.rss_kib, b.peak.rss_kib);
     peak.anon_kib = std::max(peak.anon_kib, b.peak.anon_kib);
@@ -1150,6 +1158,7 @@ picojson::value SummaryJson(const Summary& s) {
   o["fake_apiserver_cpu_seconds"] = J(s.fake_cpu);
   o["bench_cpu_seconds"] = J(s.bench_cpu);
   o["other_processes_cpu_seconds"] = J(s.others_cpu);
+  o["stolen_by_host_seconds"] = J(s.stolen);
   o["burst_seconds_total"] = J(s.busy);
   return picojson::value(o);
 }
@@ -1172,7 +1181,8 @@ std::string Load(const Summary& s) {
   auto share = [&](double cpu) { return s.busy > 0 ? cpu / s.busy * 100 : 0; };
   std::string out = Fmt("fake %.0f%%", share(s.fake_cpu));
   if (s.who == "provisioner") out += Fmt(", provisioner %.0f%%", share(s.cpu));
-  return out + Fmt(", bench %.0f%%", share(s.bench_cpu)) + Fmt(", others %.0f%% of a core", share(s.others_cpu));
+  return out + Fmt(", bench %.0f%%", share(s.bench_cpu)) + Fmt(", others %.0f%%", share(s.others_cpu)) +
+         Fmt(", stolen by the host %.0f%% of a core", share(s.stolen));
 }
 
 std::string Latency(const std::vector<double>& ms) {
@@ -1201,6 +1211,7 @@ constexpr int kBottleneckRounds = 7;                     // of each kind of bott
 // The times of the bottleneck runs of one kind (what, taken), and the share the thieves got.
 struct Limits {
   std::vector<double> seconds, got;
+  std::vector<double> stolen;  // the share of the machine's CPU time that the host took (steal)
 };
 
 const char* TakenName(Taken t) {
@@ -1362,6 +1373,7 @@ int Run(bool startup_only) {
             Limits& l = limits[{what, taken}];
             l.seconds.push_back(b.seconds);
             l.got.push_back(got);
+            l.stolen.push_back(b.stolen_seconds / (b.seconds * static_cast<double>(sysconf(_SC_NPROCESSORS_ONLN))));
             std::printf("  %-26s %s: %.3f s\n", TakenName(taken), what, b.seconds);
             std::fflush(stdout);
           }
@@ -1455,6 +1467,7 @@ int Run(bool startup_only) {
         o["slower_percent_lowest_round"] = J(low);
         o["slower_percent_highest_round"] = J(high);
         o["share_taken"] = J(Percentile(l.got, 0.5));
+        o["stolen_by_host_share_mean"] = J(l.stolen.empty() ? 0 : std::accumulate(l.stolen.begin(), l.stolen.end(), 0.0) / static_cast<double>(l.stolen.size()));
         w[taken == Taken::kFakeCpu ? "fake_cpu_taken" : taken == Taken::kFakeSlowed ? "fake_slowed" : "provisioner_cpus_taken"] =
             picojson::value(o);
       }
@@ -1467,6 +1480,18 @@ int Run(bool startup_only) {
       return Percentile(all, 0.5) * 100;
     };
     rep.Add("share the CpuThiefs got (fake's / provisioner's)", Fmt("%.0f%%", got(Taken::kFakeCpu)) + Fmt(" / %.0f%%", got(Taken::kProvisionerCpus)));
+    // Steal comes in lumps (the host holds a CPU off for milliseconds at a time): a mean over
+    // all the runs of a kind, not a median.
+    auto stolen = [&](Taken t) {
+      double sum = 0;
+      size_t n = 0;
+      for (const char* what : {"create", "delete"})
+        for (double x : limits[{what, t}].stolen) sum += x, ++n;
+      return n == 0 ? 0 : sum / static_cast<double>(n) * 100;
+    };
+    rep.Add("machine's CPU time stolen by the host (mean): none / fake's / slowed / provisioner's",
+            Fmt("%.0f%%", stolen(Taken::kNothing)) + Fmt(" / %.0f%%", stolen(Taken::kFakeCpu)) +
+                Fmt(" / %.0f%%", stolen(Taken::kFakeSlowed)) + Fmt(" / %.0f%%", stolen(Taken::kProvisionerCpus)));
     auto median_slower = [&](const char* what, Taken taken) { return Percentile(slower(what, taken), 0.5); };
     double worst = std::max(median_slower("create", Taken::kFakeCpu), median_slower("delete", Taken::kFakeCpu));
     rep.Add("slower with the fake's CPU taken (worse of two)", Fmt("%+.0f%%", worst * 100), "< +10%", worst < 0.10);
