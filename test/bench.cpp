@@ -181,36 +181,37 @@ double FixedWorkMs(int cpu) {
   return ms;
 }
 
-// Voluntary + involuntary context switches, summed over the process's live threads.
-long WakeUps(pid_t pid) {
+// Calls f with the /proc directory of each of the process's live threads; false if it is gone.
+bool ForEachTask(pid_t pid, const std::function<void(const std::string&)>& f) {
   std::string dir = "/proc/" + std::to_string(pid) + "/task";
   DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return -1;
+  if (d == nullptr) return false;
+  while (dirent* e = ::readdir(d))
+    if (e->d_name[0] != '.') f(dir + "/" + e->d_name);
+  ::closedir(d);
+  return true;
+}
+
+// Voluntary + involuntary context switches, summed over the process's live threads.
+long WakeUps(pid_t pid) {
   long sum = 0;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    std::string s = harness::ReadFile(dir + "/" + e->d_name + "/status");
+  bool alive = ForEachTask(pid, [&](const std::string& task) {
+    std::string s = harness::ReadFile(task + "/status");
     sum += std::max(0L, StatusField(s, "voluntary_ctxt_switches")) +
            std::max(0L, StatusField(s, "nonvoluntary_ctxt_switches"));
-  }
-  ::closedir(d);
-  return sum;
+  });
+  return alive ? sum : -1;
 }
 
 // CPU time of the process's live threads in seconds, from /proc/PID/task/*/schedstat (the
 // scheduler's nanoseconds; /proc/PID/stat counts 10 ms ticks, a tenth of a burst's figure).
 // For processes whose threads live as long as they do (the provisioner, the fake); -1 if gone.
 double CpuSeconds(pid_t pid) {
-  std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return -1;
   double sum = 0;
-  while (dirent* e = ::readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    sum += std::atof(harness::ReadFile(dir + "/" + e->d_name + "/schedstat").c_str()) / 1e9;
-  }
-  ::closedir(d);
-  return sum;
+  bool alive = ForEachTask(pid, [&](const std::string& task) {
+    sum += std::atof(harness::ReadFile(task + "/schedstat").c_str()) / 1e9;
+  });
+  return alive ? sum : -1;
 }
 
 double SelfCpuSeconds() {
