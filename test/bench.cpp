@@ -214,6 +214,13 @@ double CpuSeconds(pid_t pid) {
   return alive ? sum : -1;
 }
 
+// The calling thread's CPU time (user + system) in nanoseconds.
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 double SelfCpuSeconds() {
   rusage u{};
   ::getrusage(RUSAGE_SELF, &u);
@@ -547,7 +554,8 @@ void DeleteClaims(const Fake& fake, const std::vector<Claimed>& claims, const st
 // The baseline: kBaselineThreads threads, as many as the provisioner's default workers, each
 // with a keep-alive connection of its own and the service account's token, taking claims in
 // the order their creates (or deletes) returned; per claim one mkdir + one PV create, or one
-// rmdir + one PV delete.
+// rmdir + one PV delete. It counts the CPU its threads spend on the claims (the irreducible
+// client work the provisioner's CPU per volume is held against).
 class Baseline {
  public:
   Baseline(const Fake& fake, std::string pv_dir) : pv_dir_(std::move(pv_dir)) {
@@ -570,6 +578,7 @@ class Baseline {
     std::lock_guard<std::mutex> l(mu_);
     return error_;
   }
+  double cpu_seconds() const { return static_cast<double>(cpu_ns_.load()) / 1e9; }
 
  private:
   struct Job {
@@ -591,7 +600,9 @@ class Baseline {
       Job j = std::move(jobs_.front());
       jobs_.pop_front();
       l.unlock();
+      int64_t cpu0 = ThreadCpuNs();
       std::string err = j.create ? Create(api, j.claim) : Delete(api, j.claim);
+      cpu_ns_ += ThreadCpuNs() - cpu0;
       l.lock();
       if (!err.empty() && error_.empty()) error_ = err;
     }
@@ -615,6 +626,7 @@ class Baseline {
   std::deque<Job> jobs_;
   bool stop_ = false;
   std::string error_;
+  std::atomic<int64_t> cpu_ns_{0};
   std::vector<std::thread> threads_;
 };
 
@@ -634,6 +646,7 @@ struct BurstResult {
   Memory peak;                           // the provisioner's highest VmRSS / RssAnon sampled
   long hwm_kib = -1;                     // its VmHWM after the burst
   double fake_cpu_seconds = 0, bench_cpu_seconds = 0;
+  double baseline_cpu_seconds = 0;       // the baseline's threads' on their claims (in bench_cpu_seconds)
   double machine_cpu_seconds = 0;        // every process on the machine, over the same time
   double stolen_seconds = 0;             // the host's steal over the same time (not in the above)
   // CPU of processes other than the provisioner, the fake and this bench (other work on the machine).
@@ -705,12 +718,13 @@ void WaitSampling(const Target& t, const std::function<bool()>& done, Memory* pe
 }
 
 struct CpuMark {
-  double prov = 0, fake = 0;
+  double prov = 0, fake = 0, baseline = 0;
   MachineTicks machine;
   double self = 0;
 };
 CpuMark MarkCpu(const Target& t) {
-  return {t.provisioner ? CpuSeconds(t.provisioner) : 0, CpuSeconds(t.fake->pid()), ReadMachineTicks(), SelfCpuSeconds()};
+  return {t.provisioner ? CpuSeconds(t.provisioner) : 0, CpuSeconds(t.fake->pid()),
+          t.baseline ? t.baseline->cpu_seconds() : 0, ReadMachineTicks(), SelfCpuSeconds()};
 }
 // CPU used from `before` until the burst completed.
 void AddCpu(const Target& t, const CpuMark& before, BurstResult* r) {
@@ -718,6 +732,7 @@ void AddCpu(const Target& t, const CpuMark& before, BurstResult* r) {
   if (t.provisioner) r->cpu_seconds = after.prov - before.prov;
   r->fake_cpu_seconds = after.fake - before.fake;
   r->bench_cpu_seconds = after.self - before.self;
+  r->baseline_cpu_seconds = after.baseline - before.baseline;
   r->machine_cpu_seconds = TicksToSeconds(after.machine.busy - before.machine.busy);
   r->stolen_seconds = TicksToSeconds(after.machine.stolen - before.machine.stolen);
 }
@@ -1040,7 +1055,7 @@ struct Summary {
   std::vector<double> seconds, latency_ms;
   std::map<std::string, long> requests;
   long volumes = 0, writes = 0, gets = 0;
-  double cpu = 0, fake_cpu = 0, bench_cpu = 0, others_cpu = 0, stolen = 0, busy = 0;
+  double cpu = 0, fake_cpu = 0, bench_cpu = 0, baseline_cpu = 0, others_cpu = 0, stolen = 0, busy = 0;
   Memory peak;
   long hwm_kib = -1;
 
@@ -1054,6 +1069,7 @@ struct Summary {
     cpu += std::max(0.0, b.cpu_seconds);
     fake_cpu += b.fake_cpu_seconds;
     bench_cpu += b.bench_cpu_seconds;
+    baseline_cpu += b.baseline_cpu_seconds;
     others_cpu += b.others_cpu_seconds();
     stolen += b.stolen_seconds;
     busy += b.seconds;
@@ -1155,6 +1171,8 @@ picojson::value SummaryJson(const Summary& s) {
     o["peak_rss_kib_sampled"] = J(static_cast<double>(s.peak.rss_kib));
     o["peak_rss_anon_kib_sampled"] = J(static_cast<double>(s.peak.anon_kib));
     o["vm_hwm_kib"] = J(static_cast<double>(s.hwm_kib));
+  } else {
+    o["client_cpu_seconds_per_1000_volumes"] = J(s.Per1000(s.baseline_cpu));
   }
   o["fake_apiserver_cpu_seconds"] = J(s.fake_cpu);
   o["bench_cpu_seconds"] = J(s.bench_cpu);
@@ -1428,6 +1446,10 @@ int Run(bool startup_only) {
       rep.Add("write requests per volume", Fmt("%.3f", o.PerVolume(o.writes)), "<= 2", o.writes <= 2 * o.volumes);
       rep.Add("per-claim reads (get) per volume", Fmt("%.2f", o.PerVolume(o.gets)), "0", o.gets == 0);
       rep.Add("provisioner CPU per 1000 volumes", Fmt("%.3f s", o.CpuPer1000()));
+      // What the ratio would approach were the fake never in the way: the provisioner's CPU
+      // against the baseline's own (its threads, on the claims only).
+      rep.Add("baseline client CPU per 1000 volumes", Fmt("%.3f s", b.Per1000(b.baseline_cpu)) +
+                  Fmt(" (provisioner / baseline %.1fx)", o.CpuPer1000() / std::max(1e-9, b.Per1000(b.baseline_cpu))));
       rep.Add("provisioner peak VmRSS / RssAnon (sampled)", MiB(o.peak.rss_kib) + " / " + MiB(o.peak.anon_kib));
       rep.Add("provisioner VmHWM after the burst", MiB(o.hwm_kib));
       rep.Add("fake-apiserver CPU per 1000 volumes",
