@@ -29,7 +29,8 @@ TEST_CASE("a key waits at most once", "[queue]") {
 TEST_CASE("a delayed key comes when due, and Add makes it due now", "[queue]") {
   WorkQueue q;
   // Read before AddAfter, so that "at least 50 ms" holds for any queue that waits out the
-  // delay, however the threads are scheduled (regression: read after, it failed once in CI).
+  // delay, however the threads are scheduled. Read after it, the bound could miss by the
+  // microseconds between the two (a case of this file failed once in CI's sanitize run).
   auto start = std::chrono::steady_clock::now();
   q.AddAfter("late", milliseconds(50));
   q.AddAfter("later", milliseconds(100000));
