@@ -165,8 +165,7 @@ double FixedWorkMs(int cpu) {
     CPU_SET(cpu, &set);
     if (sched_setaffinity(0, sizeof set, &set) != 0) return;  // 0: this thread
     std::vector<unsigned char> buf(1 << 20);
-    timespec a{}, b{};
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    auto start = std::chrono::steady_clock::now();
     volatile unsigned long sink = 0;
     for (unsigned i = 0; i < 20; ++i) {
       std::memset(buf.data(), static_cast<int>(i), buf.size());
@@ -174,8 +173,7 @@ double FixedWorkMs(int cpu) {
       for (unsigned j = 0; j < 200000; ++j) x = x * 2862933555777941757UL + j;
       sink = sink + x;
     }
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    ms = static_cast<double>(b.tv_sec - a.tv_sec) * 1e3 + static_cast<double>(b.tv_nsec - a.tv_nsec) / 1e6;
+    ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   });
   probe.join();
   return ms;
@@ -662,6 +660,10 @@ double Percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
+double Mean(const std::vector<double>& v) {
+  return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
 // Reads the fake's request log: counts the service account's requests, and (for creates)
 // each claim's latency from its create to its PV's create.
 // The raw log is kept in `save` (if not empty) for a closer look.
@@ -872,11 +874,11 @@ class CpuThief {
       CPU_ZERO(&set);
       CPU_SET(cpu, &set);
       ::sched_setaffinity(0, sizeof set, &set);
-      timespec start{}, used{};
+      timespec start{};
       ::clock_gettime(CLOCK_MONOTONIC, &start);
       for (long ms = 1;; ++ms) {
-        do ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
-        while (static_cast<double>(used.tv_sec) * 1e3 + static_cast<double>(used.tv_nsec) / 1e6 < share * static_cast<double>(ms));
+        while (static_cast<double>(ThreadCpuNs()) / 1e6 < share * static_cast<double>(ms)) {
+        }
         long long next = (static_cast<long long>(start.tv_sec) * 1000000000LL + start.tv_nsec) + ms * 1000000LL;
         timespec until{static_cast<time_t>(next / 1000000000LL), static_cast<long>(next % 1000000000LL)};
         ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr);
@@ -1481,8 +1483,7 @@ int Run(bool startup_only) {
         const Limits& l = limits[{what, taken}];
         std::vector<double> per_round = slower(what, taken);
         double t = Percentile(l.seconds, 0.5), percent = Percentile(per_round, 0.5) * 100;
-        double low = *std::min_element(per_round.begin(), per_round.end()) * 100;
-        double high = *std::max_element(per_round.begin(), per_round.end()) * 100;
+        double low = Percentile(per_round, 0) * 100, high = Percentile(per_round, 1) * 100;
         row += Fmt(" / %.3f s", t) + Fmt(" (%+.0f%%", percent) + Fmt(", %+.0f", low) + Fmt("..%+.0f)", high);
         picojson::object o;
         o["seconds_median"] = J(t);
@@ -1490,7 +1491,7 @@ int Run(bool startup_only) {
         o["slower_percent_lowest_round"] = J(low);
         o["slower_percent_highest_round"] = J(high);
         o["share_taken"] = J(Percentile(l.got, 0.5));
-        o["stolen_by_host_share_mean"] = J(l.stolen.empty() ? 0 : std::accumulate(l.stolen.begin(), l.stolen.end(), 0.0) / static_cast<double>(l.stolen.size()));
+        o["stolen_by_host_share_mean"] = J(Mean(l.stolen));
         w[taken == Taken::kFakeCpu ? "fake_cpu_taken" : taken == Taken::kFakeSlowed ? "fake_slowed" : "provisioner_cpus_taken"] =
             picojson::value(o);
       }
@@ -1506,11 +1507,10 @@ int Run(bool startup_only) {
     // Steal comes in lumps (the host holds a CPU off for milliseconds at a time): a mean over
     // all the runs of a kind, not a median.
     auto stolen = [&](Taken t) {
-      double sum = 0;
-      size_t n = 0;
-      for (const char* what : {"create", "delete"})
-        for (double x : limits[{what, t}].stolen) sum += x, ++n;
-      return n == 0 ? 0 : sum / static_cast<double>(n) * 100;
+      std::vector<double> all = limits[{"create", t}].stolen;
+      const std::vector<double>& deletes = limits[{"delete", t}].stolen;
+      all.insert(all.end(), deletes.begin(), deletes.end());
+      return Mean(all) * 100;
     };
     rep.Add("machine's CPU time stolen by the host (mean): none / fake's / slowed / provisioner's",
             Fmt("%.0f%%", stolen(Taken::kNothing)) + Fmt(" / %.0f%%", stolen(Taken::kFakeCpu)) +
@@ -1563,8 +1563,7 @@ int Run(bool startup_only) {
   picojson::object fixed_j;
   for (const auto& [cpu, ms] : fixed_work) {
     rep.Add("fixed work on CPU " + std::to_string(cpu) + ", min / median / max of " + std::to_string(ms.size()),
-            Fmt("%.1f", *std::min_element(ms.begin(), ms.end())) + Fmt(" / %.1f", Percentile(ms, 0.5)) +
-                Fmt(" / %.1f ms", *std::max_element(ms.begin(), ms.end())));
+            Fmt("%.1f", Percentile(ms, 0)) + Fmt(" / %.1f", Percentile(ms, 0.5)) + Fmt(" / %.1f ms", Percentile(ms, 1)));
     picojson::array a;
     for (double x : ms) a.push_back(J(x));
     fixed_j[std::to_string(cpu)] = picojson::value(a);

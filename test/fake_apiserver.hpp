@@ -183,10 +183,12 @@ class ApiServer {
   // react to the round's writes (as real ones react to a write after it was answered), and the
   // events that left the history are freed, outside the lock.
   void RunControllers() {
-    std::vector<EventPtr> evicted;
-    Store::Lock l(store_);
-    ctl_.Drain();
-    evicted = store_.TakeEvicted();
+    std::vector<EventPtr> evicted;  // freed at the end, after the lock is let go
+    {
+      Store::Lock l(store_);
+      ctl_.Drain();
+      evicted = store_.TakeEvicted();
+    }
   }
 
   // How far Dispatch got with one request, kept between its calls.
