@@ -436,7 +436,7 @@ class KubeApi {
 
   // The same three as requests to send together with others (ApiConnection::RequestAll), and
   // what their answers mean.
-  static ApiConnection::Call CreateVolumeCall(const Volume& v) { return {"POST", api::kVolumes, ToJson(VolumeToJson(v))}; }
+  static ApiConnection::Call CreateVolumeCall(const Volume& v) { return {"POST", api::kVolumes, VolumeToJson(v)}; }
   static Status CreateVolumeDone(const std::string& name, const Result<HttpResponse>& r) {
     return Check(r, "create PersistentVolume " + name);
   }
@@ -483,7 +483,7 @@ class KubeApi {
 
  private:
   static ApiConnection::Call CreateCall(const Event& e) {
-    return {"POST", api::Events(e.meta.namespace_), ToJson(EventToJson(e))};
+    return {"POST", api::Events(e.meta.namespace_), EventToJson(e)};
   }
   static ApiConnection::Call BumpCall(const Event& e) {
     picojson::object patch;

@@ -1,6 +1,7 @@
 // The one JSON mapping of the program's objects: Kubernetes API JSON ⇄ the plain structs of
 // objects.hpp, watch-stream line splitting, list pages, and error bodies. Reading goes through
-// JsonDoc (json_doc.hpp), straight from the text into the structs; writing builds picojson
+// JsonDoc (json_doc.hpp), straight from the text into the structs. The PVs and events the
+// program POSTs are written straight to text (JsonObjectWriter); other writes build picojson
 // values. Nothing here throws, and every field is type-checked before it is read.
 #pragma once
 #include <picojson.h>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "json_doc.hpp"
+#include "json_write.hpp"
 #include "objects.hpp"
 #include "status.hpp"
 
@@ -292,23 +294,6 @@ Result<T> FromJson(JsonRef v, const std::string& kind, Status (*read)(JsonRef, T
   return out;
 }
 
-inline picojson::value StringArray(const std::vector<std::string>& items) {
-  picojson::array a;
-  for (const auto& s : items) a.emplace_back(s);
-  return picojson::value(std::move(a));
-}
-
-inline picojson::value StringObject(const std::map<std::string, std::string>& items) {
-  picojson::object o;
-  for (const auto& kv : items) o[kv.first] = picojson::value(kv.second);
-  return picojson::value(std::move(o));
-}
-
-// Sets o[key] = value unless value is empty.
-inline void SetIfNotEmpty(picojson::object* o, const char* key, const std::string& value) {
-  if (!value.empty()) (*o)[key] = picojson::value(value);
-}
-
 #undef K8S_JSON_TRY
 
 // The picojson value of a read JSON value (for the few places that edit and write JSON back).
@@ -364,86 +349,88 @@ inline Result<Event> EventFromJson(JsonRef v) {
   return k8s_json_detail::FromJson<Event>(v, "Event", k8s_json_detail::ReadEvent);
 }
 
-// The PV to POST to /api/v1/persistentvolumes: apiVersion, kind, metadata (name, and
-// annotations, labels, finalizers when present), spec (capacity.storage, accessModes,
-// volumeMode and storageClassName and mountOptions when set, persistentVolumeReclaimPolicy,
-// claimRef when has_claim_ref, hostPath when host_path is set). Status is the server's.
-inline picojson::value VolumeToJson(const Volume& v) {
-  using namespace k8s_json_detail;
-  picojson::object meta;
-  meta["name"] = picojson::value(v.meta.name);
-  if (!v.meta.annotations.empty()) meta["annotations"] = StringObject(v.meta.annotations);
-  if (!v.meta.labels.empty()) meta["labels"] = StringObject(v.meta.labels);
-  if (!v.meta.finalizers.empty()) meta["finalizers"] = StringArray(v.meta.finalizers);
+// The PV to POST to /api/v1/persistentvolumes, as JSON text: apiVersion, kind, metadata
+// (name, and annotations, labels, finalizers when present), spec (capacity.storage,
+// accessModes, volumeMode and storageClassName and mountOptions when set,
+// persistentVolumeReclaimPolicy, claimRef when has_claim_ref, hostPath when host_path is set).
+// Status is the server's. Members in name order (JsonObjectWriter).
+inline std::string VolumeToJson(const Volume& v) {
+  std::string out;
+  out.reserve(1024);  // one allocation
+  JsonObjectWriter pv(&out);
+  pv.String("apiVersion", "v1");
+  pv.String("kind", "PersistentVolume");
+  JsonObjectWriter meta = pv.Object("metadata");
+  if (!v.meta.annotations.empty()) meta.StringMap("annotations", v.meta.annotations);
+  if (!v.meta.finalizers.empty()) meta.Strings("finalizers", v.meta.finalizers);
+  if (!v.meta.labels.empty()) meta.StringMap("labels", v.meta.labels);
+  meta.String("name", v.meta.name);
+  meta.End();
 
-  picojson::object spec;
-  picojson::object capacity;
-  capacity["storage"] = picojson::value(v.capacity);
-  spec["capacity"] = picojson::value(std::move(capacity));
-  spec["accessModes"] = StringArray(v.access_modes);
-  SetIfNotEmpty(&spec, "volumeMode", v.volume_mode);
-  SetIfNotEmpty(&spec, "storageClassName", v.storage_class_name);
-  SetIfNotEmpty(&spec, "persistentVolumeReclaimPolicy", v.reclaim_policy);
-  if (!v.mount_options.empty()) spec["mountOptions"] = StringArray(v.mount_options);
+  JsonObjectWriter spec = pv.Object("spec");
+  spec.Strings("accessModes", v.access_modes);
+  JsonObjectWriter capacity = spec.Object("capacity");
+  capacity.String("storage", v.capacity);
+  capacity.End();
   if (v.has_claim_ref) {
-    picojson::object ref;
-    ref["kind"] = picojson::value("PersistentVolumeClaim");
-    ref["apiVersion"] = picojson::value("v1");
-    ref["namespace"] = picojson::value(v.claim_ref.namespace_);
-    ref["name"] = picojson::value(v.claim_ref.name);
-    SetIfNotEmpty(&ref, "uid", v.claim_ref.uid);
-    spec["claimRef"] = picojson::value(std::move(ref));
+    JsonObjectWriter ref = spec.Object("claimRef");
+    ref.String("apiVersion", "v1");
+    ref.String("kind", "PersistentVolumeClaim");
+    ref.String("name", v.claim_ref.name);
+    ref.String("namespace", v.claim_ref.namespace_);
+    ref.StringIfSet("uid", v.claim_ref.uid);
+    ref.End();
   }
   if (!v.host_path.empty()) {
-    picojson::object host_path;
-    host_path["path"] = picojson::value(v.host_path);
-    SetIfNotEmpty(&host_path, "type", v.host_path_type);
-    spec["hostPath"] = picojson::value(std::move(host_path));
+    JsonObjectWriter host_path = spec.Object("hostPath");
+    host_path.String("path", v.host_path);
+    host_path.StringIfSet("type", v.host_path_type);
+    host_path.End();
   }
-
-  picojson::object pv;
-  pv["apiVersion"] = picojson::value("v1");
-  pv["kind"] = picojson::value("PersistentVolume");
-  pv["metadata"] = picojson::value(std::move(meta));
-  pv["spec"] = picojson::value(std::move(spec));
-  return picojson::value(std::move(pv));
+  if (!v.mount_options.empty()) spec.Strings("mountOptions", v.mount_options);
+  spec.StringIfSet("persistentVolumeReclaimPolicy", v.reclaim_policy);
+  spec.StringIfSet("storageClassName", v.storage_class_name);
+  spec.StringIfSet("volumeMode", v.volume_mode);
+  spec.End();
+  pv.End();
+  return out;
 }
 
-// The core/v1 Event to POST to /api/v1/namespaces/<ns>/events. Empty strings are left out
-// (e.g. involvedObject.namespace of a cluster-scoped object, unset timestamps);
-// reportingComponent repeats source.component.
-inline picojson::value EventToJson(const Event& e) {
-  using namespace k8s_json_detail;
-  picojson::object meta;
-  meta["name"] = picojson::value(e.meta.name);
-  SetIfNotEmpty(&meta, "namespace", e.meta.namespace_);
-
-  picojson::object involved;
-  SetIfNotEmpty(&involved, "kind", e.involved_kind);
-  SetIfNotEmpty(&involved, "namespace", e.involved_namespace);
-  SetIfNotEmpty(&involved, "name", e.involved_name);
-  SetIfNotEmpty(&involved, "uid", e.involved_uid);
-  SetIfNotEmpty(&involved, "apiVersion", e.involved_api_version);
-  SetIfNotEmpty(&involved, "resourceVersion", e.involved_resource_version);
-
-  picojson::object ev;
-  ev["apiVersion"] = picojson::value("v1");
-  ev["kind"] = picojson::value("Event");
-  ev["metadata"] = picojson::value(std::move(meta));
-  ev["involvedObject"] = picojson::value(std::move(involved));
-  SetIfNotEmpty(&ev, "reason", e.reason);
-  SetIfNotEmpty(&ev, "message", e.message);
-  SetIfNotEmpty(&ev, "type", e.type);
-  ev["count"] = picojson::value(static_cast<double>(e.count));
-  SetIfNotEmpty(&ev, "firstTimestamp", e.first_timestamp);
-  SetIfNotEmpty(&ev, "lastTimestamp", e.last_timestamp);
+// The core/v1 Event to POST to /api/v1/namespaces/<ns>/events, as JSON text. Empty strings
+// are left out (e.g. involvedObject.namespace of a cluster-scoped object, unset timestamps);
+// reportingComponent repeats source.component. Members in name order (JsonObjectWriter).
+inline std::string EventToJson(const Event& e) {
+  std::string out;
+  out.reserve(1024);
+  JsonObjectWriter ev(&out);
+  ev.String("apiVersion", "v1");
+  ev.Integer("count", e.count);
+  ev.StringIfSet("firstTimestamp", e.first_timestamp);
+  JsonObjectWriter involved = ev.Object("involvedObject");
+  involved.StringIfSet("apiVersion", e.involved_api_version);
+  involved.StringIfSet("kind", e.involved_kind);
+  involved.StringIfSet("name", e.involved_name);
+  involved.StringIfSet("namespace", e.involved_namespace);
+  involved.StringIfSet("resourceVersion", e.involved_resource_version);
+  involved.StringIfSet("uid", e.involved_uid);
+  involved.End();
+  ev.String("kind", "Event");
+  ev.StringIfSet("lastTimestamp", e.last_timestamp);
+  ev.StringIfSet("message", e.message);
+  JsonObjectWriter meta = ev.Object("metadata");
+  meta.String("name", e.meta.name);
+  meta.StringIfSet("namespace", e.meta.namespace_);
+  meta.End();
+  ev.StringIfSet("reason", e.reason);
   if (!e.source_component.empty()) {
-    picojson::object source;
-    source["component"] = picojson::value(e.source_component);
-    ev["source"] = picojson::value(std::move(source));
-    ev["reportingComponent"] = picojson::value(e.source_component);
+    ev.String("reportingComponent", e.source_component);
+    JsonObjectWriter source = ev.Object("source");
+    source.String("component", e.source_component);
+    source.End();
   }
-  return picojson::value(std::move(ev));
+  ev.StringIfSet("type", e.type);
+  ev.End();
+  return out;
 }
 
 // One line for logs and events from an error answer. A metav1.Status body gives

@@ -3,6 +3,7 @@
 // json_write.hpp, which must write what picojson writes.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -83,6 +84,50 @@ TEST_CASE("ToJson: every byte, alone and between plain characters, escaped as pi
     }
   }
   CHECK(ToJson(picojson::value(std::string("a/b\"c\x7f"))) == R"("a\/b\"c\u007f")");
+}
+
+TEST_CASE("JsonObjectWriter: writes what ToJson writes for the same picojson object", "[json_write]") {
+  std::mt19937 rng(7);
+  auto random_string = [&] {
+    std::string s(rng() % 12, ' ');
+    for (char& c : s) c = "ab/\\\"\n\x01\x7f z\xc3\xa9"[rng() % 12];
+    return s;
+  };
+  for (int i = 0; i < 500; ++i) {
+    std::map<std::string, std::string> strings, nested;
+    std::vector<std::string> list;
+    for (size_t n = rng() % 5; n > 0; --n) strings[random_string()] = random_string();
+    for (size_t n = rng() % 4; n > 0; --n) nested[random_string()] = random_string();
+    for (size_t n = rng() % 4; n > 0; --n) list.push_back(random_string());
+    const long long count = static_cast<long long>(rng() % 100000) - 50000;
+
+    std::string got;
+    JsonObjectWriter w(&got);
+    w.Integer("\x01count", count);  // the keys, in order: control character, digits, letters
+    w.Strings("0list", list);
+    w.StringMap("1nested", nested);
+    for (const auto& [k, v] : strings) {
+      if (k < "2") continue;  // after the members above
+      w.String(k, v);
+    }
+    w.End();
+
+    picojson::object want;
+    want["\x01count"] = picojson::value(static_cast<double>(count));
+    picojson::array items;
+    for (const auto& s : list) items.emplace_back(s);
+    want["0list"] = picojson::value(items);
+    picojson::object inner;
+    for (const auto& [k, v] : nested) inner[k] = picojson::value(v);
+    want["1nested"] = picojson::value(inner);
+    for (const auto& [k, v] : strings)
+      if (k >= "2") want[k] = picojson::value(v);
+    INFO(got);
+    CHECK(got == ToJson(picojson::value(want)));
+  }
+  std::string empty;
+  JsonObjectWriter(&empty).End();
+  CHECK(empty == "{}");
 }
 
 TEST_CASE("JsonRef: members, items, scalars and their text", "[json_doc]") {

@@ -209,7 +209,7 @@ TEST_CASE("VolumeToJson: the PV we POST, exactly", "[k8s_json]") {
       R"("hostPath":{"path":"\/var\/lib\/hostpath\/apps-data-pvc-0b5e-11","type":"DirectoryOrCreate"},)"
       R"("mountOptions":["noatime"],"persistentVolumeReclaimPolicy":"Delete","storageClassName":"fast",)"
       R"("volumeMode":"Filesystem"}})";
-  CHECK(VolumeToJson(SampleVolume()).serialize() == want);
+  CHECK(VolumeToJson(SampleVolume()) == want);
 }
 
 TEST_CASE("VolumeToJson: optional parts are left out when unset", "[k8s_json]") {
@@ -218,7 +218,7 @@ TEST_CASE("VolumeToJson: optional parts are left out when unset", "[k8s_json]") 
   v.capacity = "5Gi";
   v.access_modes = {"ReadWriteOnce"};
   v.reclaim_policy = "Retain";
-  CHECK(VolumeToJson(v).serialize() ==
+  CHECK(VolumeToJson(v) ==
         R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":"pv1"},)"
         R"("spec":{"accessModes":["ReadWriteOnce"],"capacity":{"storage":"5Gi"},"persistentVolumeReclaimPolicy":"Retain"}})");
 }
@@ -239,7 +239,7 @@ TEST_CASE("VolumeFromJson: round trips of VolumeToJson through text", "[k8s_json
   const Case kCases[] = {{"full", SampleVolume()}, {"no claimRef", no_claim}, {"bare", bare}, {"odd strings", odd_strings}};
   for (const auto& c : kCases) {
     INFO(c.name);
-    Result<Volume> back = VolumeFromJson(Json(VolumeToJson(c.volume).serialize()));
+    Result<Volume> back = VolumeFromJson(Json(VolumeToJson(c.volume)));
     REQUIRE(back.ok());
     CheckSameVolume(*back, c.volume);
   }
@@ -351,7 +351,7 @@ Event SampleEvent() {
 }  // namespace
 
 TEST_CASE("EventToJson: the Event we POST, exactly", "[k8s_json]") {
-  CHECK(EventToJson(SampleEvent()).serialize() ==
+  CHECK(EventToJson(SampleEvent()) ==
         R"({"apiVersion":"v1","count":3,"firstTimestamp":"2024-01-01T00:00:00Z",)"
         R"("involvedObject":{"apiVersion":"v1","kind":"PersistentVolumeClaim","name":"data","namespace":"apps",)"
         R"("resourceVersion":"42","uid":"0b5e-11"},"kind":"Event","lastTimestamp":"2024-01-01T00:05:00Z",)"
@@ -367,7 +367,7 @@ TEST_CASE("EventFromJson: round trips and a cluster-scoped object", "[k8s_json]"
   pv_event.meta.namespace_ = "default";
   for (const Event& e : {SampleEvent(), pv_event}) {
     INFO(e.involved_kind);
-    std::string text = EventToJson(e).serialize();
+    std::string text = EventToJson(e);
     CHECK(Contains(text, R"("namespace":"apps")") == !e.involved_namespace.empty());
     Result<Event> back = EventFromJson(Json(text));
     REQUIRE(back.ok());
