@@ -81,9 +81,9 @@ class Controller {
   Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Root* root)
       : cfg_(cfg), ep_(std::move(ep)), root_(root),
         recorder_(ep_, "hostpath-provisioner"),
-        claims_("PersistentVolumeClaims", api::kClaims, &ClaimFromJson, ep_,
+        claims_("PersistentVolumeClaims", api::kClaims, &CachedClaimFromJson, ep_,
                 [this](const std::string& k, const Claim* c) { OnClaim(k, c); }),
-        volumes_("PersistentVolumes", api::kVolumes, &VolumeFromJson, ep_,
+        volumes_("PersistentVolumes", api::kVolumes, &CachedVolumeFromJson, ep_,
                  [this](const std::string& k, const Volume* v) { OnVolume(k, v); }),
         classes_("StorageClasses", api::kClasses, &StorageClassFromJson, ep_,
                  [this](const std::string& k, const StorageClass*) { OnClass(k); }) {

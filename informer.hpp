@@ -2,7 +2,8 @@
 // watches from the list's resourceVersion, resumes a dropped watch from the last version
 // seen, relists on 410 Gone, and backs off (capped, jittered, Retry-After honoured) on
 // errors. Every change calls the handler with the object's key. One thread per informer.
-// Objects are cached packed (packed.hpp), slimmed to the fields decisions read.
+// Objects are cached packed (packed.hpp), as the parse function gives them (the controller's
+// keep only the fields decisions read).
 #pragma once
 #include <malloc.h>
 
@@ -42,6 +43,7 @@ inline std::string KeyOf(const ObjectMeta& m) { return m.namespace_.empty() ? m.
 template <class T>
 class Informer {
  public:
+  // An object as the cache keeps it, from its JSON.
   using Parse = Result<T> (*)(JsonRef);
   // Called (outside the cache lock) after each change with the key of the object that was
   // added, changed or removed, and the object as cached now (null when removed).
@@ -145,7 +147,6 @@ class Informer {
         LogWarn(kind_ + ": skipping an object that cannot be read: " + obj.status().message());
         return;
       }
-      SlimForCache(&*obj);
       fresh[KeyOf(obj->meta)] = Pack(*obj);
     };
     do {
@@ -216,7 +217,6 @@ class Informer {
       LogWarn(kind_ + ": skipping a watch event that cannot be read: " + obj.status().message());
       return Status::Ok();
     }
-    SlimForCache(&*obj);
     std::string key = KeyOf(obj->meta);
     *rv = obj->meta.resource_version;
     const bool removed = ev->type == "DELETED";

@@ -128,9 +128,13 @@ class JsonRef {
   // Calls f(key, value) for each member of an object, in order.
   template <class F>
   void ForEachMember(F f) const {
+    ForEachMemberRef([&](JsonRef key, JsonRef value) { f(key.String(), value); });
+  }
+  // ForEachMember with the key as a string JsonRef, decoded only if f asks (StringIs, String).
+  template <class F>
+  void ForEachMemberRef(F f) const {
     if (!is(JsonType::kObject)) return;
-    for (uint32_t k = index_ + 1; k < node().after; k = doc_->nodes_[k + 1].after)
-      f(JsonRef(doc_, k).String(), JsonRef(doc_, k + 1));
+    for (uint32_t k = index_ + 1; k < node().after; k = doc_->nodes_[k + 1].after) f(JsonRef(doc_, k), JsonRef(doc_, k + 1));
   }
 
   // Calls f(index, value) for each element of an array, in order.
@@ -143,6 +147,8 @@ class JsonRef {
 
   // The decoded text of a string; "" for anything else.
   std::string String() const;
+  // Whether this is a string whose decoded text is s (without decoding it unless it has escapes).
+  bool StringIs(std::string_view s) const;
   // The value of a number; 0 for anything else.
   double Number() const;
   // The value of a boolean; false for anything else.
@@ -535,6 +541,13 @@ inline JsonRef JsonRef::Get(std::string_view key) const {
     if (same) found = k + 1;
   }
   return found == 0 ? JsonRef() : JsonRef(doc_, found);
+}
+
+inline bool JsonRef::StringIs(std::string_view s) const {
+  if (!is(JsonType::kString)) return false;
+  if (node().escaped) return String() == s;
+  const std::string_view raw = Raw();
+  return raw.size() == s.size() && (s.empty() || std::memcmp(raw.data(), s.data(), s.size()) == 0);
 }
 
 inline std::string JsonRef::String() const {

@@ -1,11 +1,16 @@
 // The provisioner's decisions, pure: (config, claim or volume, class, cache facts) -> action.
 // No I/O, no clock, no globals. The PV the program creates is built here, and tests build the
-// expected PV with the same function.
+// expected PV with the same function. Also how claims and volumes are cached (SlimForCache and
+// the decoders the informers use).
 #pragma once
+#include <algorithm>
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "config.hpp"
+#include "k8s_json.hpp"
 #include "objects.hpp"
 #include "quantity.hpp"
 
@@ -271,13 +276,27 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
 // Cached objects keep only what the decisions above read (as client-go's informer transforms
 // do): with thousands of claims and volumes this is most of the provisioner's memory.
 // A bound claim is never acted on; a volume that is not ours is never acted on.
+// The annotations a cached claim or volume keeps (the informers read no others: MetaKeep).
+inline const std::vector<std::string_view>& CachedAnnotations(const Claim*) {
+  static const std::vector<std::string_view> keep = {ann::kStorageProvisioner, ann::kBetaStorageProvisioner,
+                                                     ann::kSelectedNode};
+  return keep;
+}
+inline const std::vector<std::string_view>& CachedAnnotations(const Volume*) {
+  static const std::vector<std::string_view> keep = {ann::kProvisionedBy};
+  return keep;
+}
+
+namespace reconcile_detail {
+// Drops the annotations not in `keep`, in place.
+inline void KeepOnly(std::map<std::string, std::string>* m, const std::vector<std::string_view>& keep) {
+  for (auto it = m->begin(); it != m->end();)
+    it = std::find(keep.begin(), keep.end(), it->first) != keep.end() ? std::next(it) : m->erase(it);
+}
+}  // namespace reconcile_detail
+
 inline void SlimForCache(Claim* c) {
-  std::map<std::string, std::string> keep;
-  for (const char* k : {ann::kStorageProvisioner, ann::kBetaStorageProvisioner, ann::kSelectedNode}) {
-    auto it = c->meta.annotations.find(k);
-    if (it != c->meta.annotations.end()) keep.emplace(it->first, it->second);
-  }
-  c->meta.annotations.swap(keep);
+  reconcile_detail::KeepOnly(&c->meta.annotations, CachedAnnotations(c));
   c->meta.labels.clear();
   c->meta.finalizers.clear();
   if (!c->volume_name.empty()) {
@@ -289,10 +308,7 @@ inline void SlimForCache(Claim* c) {
 }
 
 inline void SlimForCache(Volume* v) {
-  std::map<std::string, std::string> keep;
-  auto it = v->meta.annotations.find(ann::kProvisionedBy);
-  if (it != v->meta.annotations.end()) keep.emplace(it->first, it->second);
-  v->meta.annotations.swap(keep);
+  reconcile_detail::KeepOnly(&v->meta.annotations, CachedAnnotations(v));
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();
@@ -310,3 +326,19 @@ inline void SlimForCache(Volume* v) {
 }
 
 inline void SlimForCache(StorageClass*) {}
+
+// Claims and volumes as the informers cache them: the annotations decisions read, no labels
+// (neither read into maps first: MetaKeep), then SlimForCache.
+inline Result<Claim> CachedClaimFromJson(JsonRef v) {
+  static const MetaKeep keep{false, CachedAnnotations(static_cast<const Claim*>(nullptr))};
+  Result<Claim> c = ClaimFromJson(v, keep);
+  if (c.ok()) SlimForCache(&*c);
+  return c;
+}
+inline Result<Volume> CachedVolumeFromJson(JsonRef v) {
+  static const MetaKeep keep{false, CachedAnnotations(static_cast<const Volume*>(nullptr))};
+  Result<Volume> o = VolumeFromJson(v, keep);
+  if (o.ok()) SlimForCache(&*o);
+  return o;
+}
+
