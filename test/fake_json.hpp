@@ -21,7 +21,7 @@
 
 namespace fake {
 
-// Appends v as JSON text, byte for byte what picojson's serialize() writes.
+// Appends v as JSON text (Json::Append: picojson's layout, the API server's string escapes).
 inline void AppendJson(std::string& out, const Json& v) { v.Append(out); }
 
 // v as JSON text (see AppendJson).

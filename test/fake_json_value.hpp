@@ -11,6 +11,10 @@
 // A stored object's members keep their JSON text once written (AppendStored), so the next
 // version's text copies what that version did not change (a watch event is written for each
 // version: writing JSON was a third of the fake's instructions; callgrind).
+//
+// Text is written as picojson writes it (members in name order, numbers), except strings: those
+// are escaped as the real API server's Go encoder escapes them ("/" as it is, "<" as \u003c),
+// so that clients read what they would read from a real one.
 #pragma once
 #include <algorithm>
 #include <array>
@@ -96,7 +100,8 @@ class Json {
   // The member `key` of an object, or null when it has none (picojson's value::get(key)).
   const Json& get(std::string_view key) const;
 
-  // JSON text, as picojson's serialize() writes it.
+  // JSON text: as picojson's serialize() writes it, but for strings, which are written as the
+  // API server writes them (AppendJsonString).
   std::string serialize() const {
     std::string out;
     Append(out);
@@ -226,10 +231,109 @@ inline bool operator==(const Json& a, const Json& b) {
   return a.get<JsonObject>() == b.get<JsonObject>();
 }
 
-using json_text::AppendJsonString;
+namespace json_detail {
+// Go's encoding/json table (the API server writes with json.NewEncoder, HTML escaping on):
+// [c] is 0 for an ASCII byte copied as is, else the character after the backslash ('u' =
+// \u00XX). '/' and DEL are copied; '<', '>' and '&' become \u003c, \u003e and \u0026.
+inline const std::array<char, 128>& GoEscapes() {
+  static const auto kEscape = [] {
+    std::array<char, 128> t{};
+    for (int c = 0; c < 0x20; ++c) t[c] = 'u';
+    t['"'] = '"';
+    t['\\'] = '\\';
+    t['\b'] = 'b';  // Go 1.22 and later
+    t['\f'] = 'f';
+    t['\n'] = 'n';
+    t['\r'] = 'r';
+    t['\t'] = 't';
+    t['<'] = t['>'] = t['&'] = 'u';
+    return t;
+  }();
+  return kEscape;
+}
 
-// Byte for byte picojson's serialize(), copying runs of plain characters at once. The texts of
-// members one and two levels down are kept: deeper ones are short and would be kept many times.
+// The length of the valid UTF-8 sequence at s[i] (a byte >= 0x80), or 0 if it is not one
+// (as Go's utf8.DecodeRuneInString: no overlong forms, surrogates or code points past U+10FFFF).
+inline size_t Utf8Length(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0; };
+  const unsigned char c = b(0);
+  auto cont = [&](size_t k, unsigned char lo = 0x80, unsigned char hi = 0xbf) { return b(k) >= lo && b(k) <= hi; };
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c == 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
+  if (c == 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
+  if (c >= 0xe1 && c <= 0xef) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xf1 && c <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+// How many bytes at the start of s are plain ASCII that Go copies as it is.
+inline size_t GoPlainPrefix(std::string_view s) {
+  const std::array<char, 128>& escape = GoEscapes();
+  size_t plain = 0;
+  while (plain < s.size() && static_cast<unsigned char>(s[plain]) < 0x80 && escape[static_cast<unsigned char>(s[plain])] == 0)
+    ++plain;
+  return plain;
+}
+}  // namespace json_detail
+
+// s as a JSON string literal, as the API server writes it (Go's encoding/json): GoEscapes for
+// ASCII, U+2028 and U+2029 as \u2028 and \u2029, each byte of invalid UTF-8 as \ufffd.
+// Plain runs are copied at once.
+inline void AppendJsonString(std::string& out, std::string_view s) {
+  const size_t n = s.size();
+  const size_t plain = json_detail::GoPlainPrefix(s);
+  if (plain == n) {  // the common case: quotes around a copy, one growth of `out`
+    const size_t at = out.size();
+    out.resize(at + n + 2);
+    char* d = &out[at];
+    d[0] = '"';
+    std::memcpy(d + 1, s.data(), n);
+    d[n + 1] = '"';
+    return;
+  }
+  const std::array<char, 128>& escape = json_detail::GoEscapes();
+  out += '"';
+  size_t run = 0;  // start of the bytes not copied yet
+  for (size_t i = plain; i < n;) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      const char e = escape[c];
+      if (e == 0) {
+        ++i;
+        continue;
+      }
+      out.append(s.data() + run, i - run);
+      if (e != 'u') {
+        const char pair[2] = {'\\', e};
+        out.append(pair, 2);
+      } else {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\u%04x", c);
+        out += buf;
+      }
+      run = ++i;
+      continue;
+    }
+    const size_t len = json_detail::Utf8Length(s, i);
+    const bool separator = len == 3 && c == 0xe2 && s[i + 1] == '\x80' && (s[i + 2] == '\xa8' || s[i + 2] == '\xa9');
+    if (len != 0 && !separator) {
+      i += len;
+      continue;
+    }
+    out.append(s.data() + run, i - run);
+    out += len == 0 ? "\\ufffd" : s[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
+    i += len == 0 ? 1 : len;
+    run = i;
+  }
+  out.append(s.data() + run, n - run);
+  out += '"';
+}
+
+// picojson's serialize() (strings as AppendJsonString), copying runs of plain characters at
+// once. The texts of members one and two levels down are kept: deeper ones are short and would
+// be kept many times.
 inline void Json::Write(std::string& out, int depth) const {
   const bool keep = depth >= 1 && depth <= 2;
   const int below = depth < 0 ? -1 : depth + 1;
@@ -291,7 +395,7 @@ inline void Json::Write(std::string& out, int depth) const {
 // `lead` ('{' or ','), then "key": -- in one growth of `out` when the key needs no escapes.
 inline void Json::AppendKey(std::string& out, char lead, const std::string& key) {
   const size_t n = key.size();
-  if (json_text::PlainPrefix(key) != n) {
+  if (json_detail::GoPlainPrefix(key) != n) {
     out += lead;
     AppendJsonString(out, key);
     out += ':';

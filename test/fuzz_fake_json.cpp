@@ -1,9 +1,10 @@
 // libFuzzer target: the fake API server's JSON reader and writer (fake_json_parse.hpp,
 // fake_json_value.hpp) against picojson's, which they follow. Properties:
 //  - the fake reads a text exactly when picojson reads it with nothing but spaces after it
-//    (or refuses it as nested too deep: picojson does not count objects), and then writes the
-//    same text as picojson writes;
-//  - what the fake writes it reads back to an equal value;
+//    (or refuses it as nested too deep: picojson does not count objects);
+//  - what the fake writes (picojson's layout, the API server's string escapes) picojson and
+//    the fake read; unless invalid UTF-8 was replaced, both read it back equal to what was
+//    read first, and the fake writes that the same;
 //  - a copy changed at its first member leaves the original's text as it was.
 // Build and run with `make fuzz` (mk/fuzz.mk).
 #include <picojson.h>
@@ -49,9 +50,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           text + "\n" + (parsed.ok() ? std::string() : parsed.status().message()));
   if (!parsed.ok()) return 0;
   const std::string written = fake::ToText(*parsed);
-  Require(written == expected.serialize(), "the fake writes other text than picojson", text + "\n" + written);
+  picojson::value reread;
+  Require(PicojsonReads(written, reread), "picojson refuses what the fake writes", text + "\n" + written);
   auto again = fake::ParseJson(written);
-  Require(again.ok() && *again == *parsed, "what the fake wrote does not read back equal", written);
+  Require(again.ok(), "the fake refuses what it wrote", written);
+  // Equal, unless invalid UTF-8 was written as U+FFFD (as the API server's encoder does; that
+  // may also reorder members).
+  if (written.find("\\ufffd") == std::string::npos) {
+    Require(*again == *parsed && fake::ToText(*again) == written, "what the fake wrote does not read back equal",
+            written);
+    Require(reread == expected, "picojson reads what the fake wrote as another value", written);
+  }
 
   if (parsed->is<fake::JsonObject>() && !parsed->get<fake::JsonObject>().empty()) {
     fake::Json copy = *parsed;

@@ -31,8 +31,8 @@ bool OneLine(const std::string& s) {
 
 // Reads what the provisioner writes back through JsonDoc and maps it with `from`. The text
 // must be what picojson writes for the value it reads from it (the writers follow picojson).
-template <class T>
-Result<T> ReadBack(const std::string& text, Result<T> (*from)(JsonRef)) {
+template <class From>
+auto ReadBack(const std::string& text, From from) {
   picojson::value v;
   Require(picojson::parse(v, text).empty(), "picojson refuses what the provisioner writes", text);
   Require(text == v.serialize(), "the provisioner writes other text than picojson", text + "\n" + v.serialize());
@@ -60,7 +60,7 @@ void CheckAgainstPicojson(const std::string& text, const picojson::value& ours) 
 // The fields of a Volume that VolumeToJson writes (status, uid, namespace and the resource
 // version are the server's, so they are not written).
 void CheckVolumeRoundTrip(const Volume& v) {
-  Result<Volume> back = ReadBack(VolumeToJson(v), VolumeFromJson);
+  Result<Volume> back = ReadBack(VolumeToJson(v), [](JsonRef r) { return VolumeFromJson(r); });
   Require(back.ok(), "VolumeFromJson refuses VolumeToJson's output", back.status().message());
   const Volume& b = *back;
   Require(b.meta.name == v.meta.name && b.meta.annotations == v.meta.annotations && b.meta.labels == v.meta.labels &&
@@ -78,7 +78,7 @@ void CheckVolumeRoundTrip(const Volume& v) {
 }
 
 void CheckEventRoundTrip(const Event& e) {
-  Result<Event> back = ReadBack(EventToJson(e), EventFromJson);
+  Result<Event> back = ReadBack(EventToJson(e), [](JsonRef r) { return EventFromJson(r); });
   Require(back.ok(), "EventFromJson refuses EventToJson's output", back.status().message());
   const Event& b = *back;
   Require(b.meta.name == e.meta.name && b.meta.namespace_ == e.meta.namespace_, "event metadata changed", e.meta.name);

@@ -822,7 +822,75 @@ TEST_CASE("fake uids are random version 4 UUIDs, as the real server's", "[fake]"
   CHECK(seen.size() == 1000);
 }
 
-TEST_CASE("fake JSON text: parsed and written as picojson parses and writes it", "[fake]") {
+// The reference for the fake's text: picojson's layout (member order, numbers), strings as Go's
+// encoding/json writes them with HTML escaping (the API server's encoder), one rune at a time.
+std::string GoQuote(const std::string& s) {
+  std::string out = "\"";
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    char buf[8];
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (c < 0x20 || c == '<' || c == '>' || c == '&') {
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A rune: its length from the lead byte, then each continuation byte and the value checked.
+    const size_t len = c >= 0xf0 && c <= 0xf4 ? 4 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xc2 && c <= 0xdf ? 2 : 0;
+    uint32_t cp = len == 4 ? c & 0x07 : len == 3 ? c & 0x0f : c & 0x1f;
+    bool ok = len != 0 && i + len <= s.size();
+    for (size_t k = 1; ok && k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      ok = (b & 0xc0) == 0x80;
+      cp = cp << 6 | (b & 0x3f);
+    }
+    ok = ok && !(len == 3 && cp < 0x800) && !(len == 4 && (cp < 0x10000 || cp > 0x10ffff)) && !(cp >= 0xd800 && cp <= 0xdfff);
+    if (!ok) {
+      out += "\\ufffd";
+      ++i;
+    } else if (cp == 0x2028 || cp == 0x2029) {
+      out += cp == 0x2028 ? "\\u2028" : "\\u2029";
+      i += len;
+    } else {
+      out.append(s, i, len);
+      i += len;
+    }
+  }
+  return out + "\"";
+}
+
+std::string GoText(const picojson::value& v) {
+  if (v.is<std::string>()) return GoQuote(v.get<std::string>());
+  std::string out;
+  if (v.is<picojson::array>()) {
+    out = "[";
+    for (const auto& item : v.get<picojson::array>()) out += (out.size() > 1 ? "," : "") + GoText(item);
+    return out + "]";
+  }
+  if (v.is<picojson::object>()) {
+    out = "{";
+    for (const auto& [k, item] : v.get<picojson::object>()) out += (out.size() > 1 ? "," : "") + GoQuote(k) + ":" + GoText(item);
+    return out + "}";
+  }
+  return v.serialize();  // null, booleans, numbers
+}
+
+TEST_CASE("fake JSON text: read as picojson reads it, written in picojson's layout with the API server's string escapes",
+          "[fake]") {
   std::mt19937 rng(12345);
   auto random_string = [&](size_t max) {
     std::string s(rng() % (max + 1), ' ');
@@ -852,23 +920,34 @@ TEST_CASE("fake JSON text: parsed and written as picojson parses and writes it",
     }
   };
   for (int i = 0; i < 2000; ++i) {
-    std::string text = random_value(0).serialize();
+    const picojson::value v = random_value(0);
+    const std::string text = v.serialize();
     auto parsed = fake::ParseJson(text);
     REQUIRE(parsed.ok());
-    REQUIRE(fake::ToText(*parsed) == text);
+    REQUIRE(fake::ToText(*parsed) == GoText(v));
   }
   std::string every_byte;
   for (int c = 0; c < 256; ++c) every_byte += static_cast<char>(c);
-  CHECK(fake::ToText(Json(every_byte)) == picojson::value(every_byte).serialize());
+  CHECK(fake::ToText(Json(every_byte)) == GoQuote(every_byte));
   // Every byte at every place of a longer string, among plain ASCII and UTF-8 bytes.
   for (int c = 0; c < 256; ++c) {
     for (size_t at = 0; at < 20; ++at) {
       std::string s = "plain text \xc3\xa9 plain";
       s[at] = static_cast<char>(c);
       INFO("byte " << c << " at " << at);
-      REQUIRE(fake::ToText(Json(s)) == picojson::value(s).serialize());
+      REQUIRE(fake::ToText(Json(s)) == GoQuote(s));
     }
   }
+  // What Go writes, spelled out: HTML characters, '/' and DEL, the line separators, and bad UTF-8.
+  CHECK(fake::ToText(Json(std::string("a/b<c>d&e\x7f\"\\\b\f\x01"))) ==
+        R"("a/b\u003cc\u003ed\u0026e)" "\x7f" R"(\"\\\b\f\u0001")");
+  CHECK(fake::ToText(Json(std::string("\xc3\xa9\xe2\x80\xa8\xe2\x80\xa9\xe2\x80\xaa\xf0\x9f\x98\x80"))) ==
+        "\"\xc3\xa9\\u2028\\u2029\xe2\x80\xaa\xf0\x9f\x98\x80\"");
+  CHECK(fake::ToText(Json(std::string("\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xe2\x80"))) ==
+        R"("\ufffd\ufffd|\ufffd\ufffd\ufffd|\ufffd\ufffd\ufffd\ufffd|\ufffd\ufffd")");
+  fake::JsonObject keyed;
+  keyed["pv.kubernetes.io/bind-completed"] = Json("<yes>");
+  CHECK(fake::ToText(Json(keyed)) == R"({"pv.kubernetes.io/bind-completed":"\u003cyes\u003e"})");
 
   // Texts picojson reads (escapes, surrogate pairs, spaces, repeated keys) read to the same
   // value; texts it refuses are refused.
@@ -879,7 +958,7 @@ TEST_CASE("fake JSON text: parsed and written as picojson parses and writes it",
     REQUIRE(picojson::parse(expected, text).empty());
     auto parsed = fake::ParseJson(text);
     REQUIRE(parsed.ok());
-    CHECK(fake::ToText(*parsed) == expected.serialize());
+    CHECK(fake::ToText(*parsed) == GoText(expected));
   }
   for (const char* text : {"", "{", "[1,]", "{\"a\"}", "{a:1}", "\"tab\there\"", "\"\\x\"", "\"\\ud800\"", "\"\\udc00\"",
                            "\"\\u12g4\"", "nul", "tru", "+1", ".5", "1.2.3", "--1", "\"open"}) {
