@@ -329,16 +329,19 @@ inline void SlimForCache(StorageClass*) {}
 
 // Claims and volumes as the informers cache them: the annotations decisions read, no labels
 // (neither read into maps first: MetaKeep), then SlimForCache.
-inline Result<Claim> CachedClaimFromJson(JsonRef v) {
-  static const MetaKeep keep{false, CachedAnnotations(static_cast<const Claim*>(nullptr))};
-  Result<Claim> c = ClaimFromJson(v, keep);
-  if (c.ok()) SlimForCache(&*c);
-  return c;
-}
-inline Result<Volume> CachedVolumeFromJson(JsonRef v) {
-  static const MetaKeep keep{false, CachedAnnotations(static_cast<const Volume*>(nullptr))};
-  Result<Volume> o = VolumeFromJson(v, keep);
+namespace reconcile_detail {
+template <class T>
+Result<T> CachedFromJson(JsonRef v, Result<T> (*from)(JsonRef, const MetaKeep&)) {
+  static const MetaKeep keep{false, CachedAnnotations(static_cast<const T*>(nullptr))};
+  Result<T> o = from(v, keep);
   if (o.ok()) SlimForCache(&*o);
   return o;
+}
+}  // namespace reconcile_detail
+inline Result<Claim> CachedClaimFromJson(JsonRef v) {
+  return reconcile_detail::CachedFromJson<Claim>(v, &ClaimFromJson);
+}
+inline Result<Volume> CachedVolumeFromJson(JsonRef v) {
+  return reconcile_detail::CachedFromJson<Volume>(v, &VolumeFromJson);
 }
 

@@ -320,6 +320,22 @@ TEST_CASE("slimming an object for the cache never changes a decision", "[reconci
   }
 }
 
+namespace {
+// What `cached` reads of text is what SlimForCache keeps of what `full` reads.
+template <class T, class Full>
+void CheckCachedAsSlimmed(const std::string& text, Result<T> (*cached)(JsonRef), Full full) {
+  INFO(text);
+  JsonDoc doc;
+  REQUIRE(doc.Read(text).ok());
+  Result<T> want = full(doc.root());
+  REQUIRE(want.ok());
+  SlimForCache(&*want);
+  Result<T> got = cached(doc.root());
+  REQUIRE(got.ok());
+  CHECK(Pack(*got) == Pack(*want));
+}
+}  // namespace
+
 TEST_CASE("the informers' decoders cache what SlimForCache keeps of a full decode, and refuse the same objects",
           "[reconcile]") {
   const std::string claim_meta =
@@ -334,17 +350,8 @@ TEST_CASE("the informers' decoders cache what SlimForCache keeps of a full decod
       "{" + claim_meta + R"(,"spec":{"volumeName":"pvc-u1","storageClassName":"hostpath"},"status":{"phase":"Bound"}})",
       R"({"metadata":{"name":"bare","namespace":"apps"}})",
   };
-  for (const std::string& text : claims) {
-    INFO(text);
-    JsonDoc doc;
-    REQUIRE(doc.Read(text).ok());
-    Result<Claim> full = ClaimFromJson(doc.root());
-    REQUIRE(full.ok());
-    SlimForCache(&*full);
-    Result<Claim> cached = CachedClaimFromJson(doc.root());
-    REQUIRE(cached.ok());
-    CHECK(Pack(*cached) == Pack(*full));
-  }
+  for (const std::string& text : claims)
+    CheckCachedAsSlimmed(text, CachedClaimFromJson, [](JsonRef r) { return ClaimFromJson(r); });
   JsonDoc first;
   REQUIRE(first.Read(claims[0]).ok());
   Result<Claim> c = CachedClaimFromJson(first.root());
@@ -359,17 +366,8 @@ TEST_CASE("the informers' decoders cache what SlimForCache keeps of a full decod
       R"("hostPath":{"path":"/x"},"persistentVolumeReclaimPolicy":"Delete"},"status":{"phase":"Released"}})",
       R"({"metadata":{"name":"foreign","annotations":{"a":"b"}},"spec":{"hostPath":{"path":"/y"}}})",
   };
-  for (const std::string& text : volumes) {
-    INFO(text);
-    JsonDoc doc;
-    REQUIRE(doc.Read(text).ok());
-    Result<Volume> full = VolumeFromJson(doc.root());
-    REQUIRE(full.ok());
-    SlimForCache(&*full);
-    Result<Volume> cached = CachedVolumeFromJson(doc.root());
-    REQUIRE(cached.ok());
-    CHECK(Pack(*cached) == Pack(*full));
-  }
+  for (const std::string& text : volumes)
+    CheckCachedAsSlimmed(text, CachedVolumeFromJson, [](JsonRef r) { return VolumeFromJson(r); });
 
   // Annotations and labels not kept are still type-checked, with the same error.
   for (const char* bad : {R"({"metadata":{"name":"b","labels":{"app":1}}})",
