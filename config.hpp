@@ -137,6 +137,10 @@ inline const std::vector<Setting>& Settings() {
       {"metrics-address", "METRICS_ADDRESS", ":8080",
        "address of /healthz, /readyz and /metrics; \"\" turns the endpoint off",
        [](Config& c, const std::string& v) -> std::string {
+         size_t colon = v.rfind(':');
+         int port = 0;
+         if (!v.empty() && (colon == std::string::npos || !ParseInt(v.substr(colon + 1), 1, 65535, port).empty()))
+           return "must be host:port or :port with a port from 1 to 65535, not \"" + v + "\"";
          c.metrics_address = v;
          return "";
        }},

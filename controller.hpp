@@ -4,11 +4,9 @@
 // requeue the key with per-key backoff; success forgets its failures.
 //
 // Several workers (--workers), each with its own API connection, so that one slow removal or
-// request holds up only the keys of one worker; the queue never hands one key to two workers.
-// A worker takes the keys that are due at once (a round, up to kKeysPerRound; one when claims
-// come one at a time) and sends the requests they wait on together, pipelined; a round's
-// claims never wait for its removals. The orphan scan runs alone: it takes the filesystem lock
-// exclusively, workers share it.
+// request holds up only the key of one worker; the queue never hands one key to two workers.
+// A worker handles a key from start to finish with plain calls. The orphan scan runs alone: it
+// takes the filesystem lock exclusively, workers share it.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -81,11 +79,11 @@ class Controller {
   Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Root* root)
       : cfg_(cfg), ep_(std::move(ep)), root_(root),
         recorder_(ep_, "hostpath-provisioner"),
-        claims_("PersistentVolumeClaims", api::kClaims, &CachedClaimFromJson, ep_,
+        claims_("PersistentVolumeClaims", api::kClaims, &SlimForCache, ep_,
                 [this](const std::string& k, const Claim* c) { OnClaim(k, c); }),
-        volumes_("PersistentVolumes", api::kVolumes, &CachedVolumeFromJson, ep_,
+        volumes_("PersistentVolumes", api::kVolumes, &SlimForCache, ep_,
                  [this](const std::string& k, const Volume* v) { OnVolume(k, v); }),
-        classes_("StorageClasses", api::kClasses, &StorageClassFromJson, ep_,
+        classes_("StorageClasses", api::kClasses, nullptr, ep_,
                  [this](const std::string& k, const StorageClass*) { OnClass(k); }) {
     for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
   }
@@ -145,7 +143,6 @@ class Controller {
   }
 
   static constexpr const char* kScanOrphans = "scan/orphans";
-  static constexpr size_t kKeysPerRound = 8;  // keys a worker takes at once, at most
 
   // A worker thread and what only it uses.
   struct Worker {
@@ -156,38 +153,14 @@ class Controller {
     std::atomic<long> busy_since_ms{0};  // 0 when idle
   };
 
+  // How a key's sync ended: done (its failures forgotten), or to be retried after backoff,
+  // and not before the server's Retry-After.
   struct Outcome {
     bool retry = false;
     int retry_after = 0;  // seconds, at least
   };
   static Outcome Done() { return {}; }
-  // The key waits on requests of its round; the outcome comes with their answers.
-  static Outcome Waiting() { return {}; }
-
-  // API requests that a round's keys wait on, sent together, and what each key makes of its
-  // answers.
-  class Round {
-   public:
-    using Then = std::function<Outcome(const Result<HttpResponse>* answers)>;
-    // Key `slot` waits on `calls` (sent in this order); `then` gets their answers.
-    void Wait(size_t slot, std::vector<ApiConnection::Call> calls, Then then) {
-      waits_.push_back({slot, calls_.size(), std::move(then)});
-      for (auto& c : calls) calls_.push_back(std::move(c));
-    }
-    void Send(ApiConnection& conn, std::vector<Outcome>* outcomes) {
-      if (calls_.empty()) return;
-      std::vector<Result<HttpResponse>> answers = conn.RequestAll(calls_);
-      for (const auto& wait : waits_) (*outcomes)[wait.slot] = wait.then(&answers[wait.first]);
-    }
-
-   private:
-    struct Entry {
-      size_t slot, first;
-      Then then;
-    };
-    std::vector<ApiConnection::Call> calls_;
-    std::vector<Entry> waits_;
-  };
+  static Outcome Retry(int retry_after = 0) { return {true, retry_after}; }
 
   // A watch event (or a relist) changed a claim: a worker looks at it only if it may need a
   // volume. A claim that is bound or gone needs nothing; most events of a burst are of those.
@@ -231,49 +204,30 @@ class Controller {
       if (stopped_) return;
     }
     std::call_once(first_scan_, [this] { queue_.Add(kScanOrphans); });
-    std::vector<std::string> keys;
-    while (queue_.GetSome(kKeysPerRound, &keys)) {
+    std::string key;
+    while (queue_.Get(&key)) {
       w.busy_since_ms = NowMs();
-      std::vector<Outcome> outcomes = RunRound(w, keys);
-      for (size_t i = 0; i < keys.size(); ++i) {
-        if (outcomes[i].retry) {
-          auto d = queue_.AddRateLimited(keys[i], std::chrono::seconds(outcomes[i].retry_after));
-          LogDebug(1, keys[i] + ": retrying in " + std::to_string(d.count()) + " ms");
-        } else {
-          queue_.Forget(keys[i]);
-        }
-        queue_.Done(keys[i]);
+      Outcome o = Sync(w, key);
+      if (o.retry) {
+        auto d = queue_.AddRateLimited(key, std::chrono::seconds(o.retry_after));
+        LogDebug(1, key + ": retrying in " + std::to_string(d.count()) + " ms");
+      } else {
+        queue_.Forget(key);
       }
+      queue_.Done(key);
       w.busy_since_ms = 0;
     }
   }
 
-  // The keys a worker took at once (all that were due, up to kKeysPerRound): each is synced,
-  // the API requests they wait on go out together (pipelined over the worker's connection:
-  // one write and one wake-up of the API server for the lot), then each is finished with its
-  // answers. Claims go first, with requests of their own: a removal can take long (a tree of
-  // many files), and a claim waiting for its volume never waits for one. The orphan scan runs
-  // alone, after the others.
-  std::vector<Outcome> RunRound(Worker& w, const std::vector<std::string>& keys) {
-    std::vector<Outcome> outcomes(keys.size());
-    {
-      std::shared_lock<std::shared_mutex> shared(fs_mu_);
-      for (bool claims : {true, false}) {
-        Round round;
-        for (size_t i = 0; i < keys.size(); ++i) {
-          const std::string& key = keys[i];
-          if (key == kScanOrphans || (key.rfind("claim/", 0) == 0) != claims) continue;
-          outcomes[i] = claims ? SyncClaim(w, key.substr(6), &round, i) : SyncVolume(w, key.substr(7), &round, i);
-        }
-        round.Send(w.conn, &outcomes);
-      }
-    }
-    for (const std::string& key : keys) {
-      if (key != kScanOrphans) continue;
+  Outcome Sync(Worker& w, const std::string& key) {
+    if (key == kScanOrphans) {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
       ScanOrphans();
+      return Done();
     }
-    return outcomes;
+    std::shared_lock<std::shared_mutex> shared(fs_mu_);
+    if (key.rfind("claim/", 0) == 0) return SyncClaim(w, key.substr(6));
+    return SyncVolume(w, key.substr(7));
   }
 
   // Directories in the root named like ours ("<ns>-<claim>-pvc-<uid>") with no PV: made for a
@@ -311,21 +265,12 @@ class Controller {
     }
   }
 
-  // The seconds an answer asked to wait before trying again (Retry-After), 0 without one.
-  static int RetryAfter(const Result<HttpResponse>& answer) { return answer.ok() ? answer->retry_after : 0; }
-  static Outcome Retry(const Status& s = Status()) {
-    Outcome o;
-    o.retry = true;
-    (void)s;
-    return o;
-  }
-
   static Involved Of(const Claim& c) {
     return {"PersistentVolumeClaim", c.meta.namespace_, c.meta.name, c.meta.uid, c.meta.resource_version};
   }
   static Involved Of(const Volume& v) { return {"PersistentVolume", "", v.meta.name, v.meta.uid, v.meta.resource_version}; }
 
-  Outcome SyncClaim(Worker& w, const std::string& key, Round* round, size_t slot) {
+  Outcome SyncClaim(Worker& w, const std::string& key) {
     std::optional<Claim> claim = claims_.Get(key);
     if (!claim) return Done();  // gone
     std::optional<StorageClass> sc;
@@ -347,14 +292,14 @@ class Controller {
         recorder_.Warning(Of(*claim), a.reason, a.message);
         return Retry();
       case Action::kProvision:
-        return Provision(w, *claim, a, round, slot);
+        return Provision(w, *claim, a);
       default:
         return Done();
     }
   }
 
-  // Makes the directory; the PV's create goes out with the round.
-  Outcome Provision(Worker& w, const Claim& claim, const Action& a, Round* round, size_t slot) {
+  // Makes the directory, then creates the PV.
+  Outcome Provision(Worker& w, const Claim& claim, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
     if (Status s = root_->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
@@ -363,22 +308,14 @@ class Controller {
     }
     // Before the create, so that its watch event, which another worker may handle, finds it.
     created_.Insert(a.volume.meta.name);
-    round->Wait(slot, {KubeApi::CreateVolumeCall(a.volume)}, [this, &w, claim, a, path, start](const Result<HttpResponse>* r) {
-      return Created(w, claim, a, path, start, *r);
-    });
-    return Waiting();
-  }
-
-  // The PV's create was answered.
-  Outcome Created(Worker& w, const Claim& claim, const Action& a, const std::string& path,
-                  std::chrono::steady_clock::time_point start, const Result<HttpResponse>& answer) {
-    Status s = KubeApi::CreateVolumeDone(a.volume.meta.name, answer);
+    Status s = w.api.CreateVolume(a.volume);
     if (s.code() == Status::kConflict) {
       // Made by an earlier attempt (a crash, a retry)? Then it is ours and done.
       Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
       if (got.ok() && got->claim_ref.uid == claim.meta.uid) {
         s = Status::Ok();
       } else if (got.ok()) {
+        created_.Erase(a.volume.meta.name);
         return ProvisionFailed(claim, "a PersistentVolume named " + a.volume.meta.name +
                                           " already exists for another claim; delete it if it is stale");
       } else {
@@ -389,7 +326,7 @@ class Controller {
       created_.Erase(a.volume.meta.name);
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
       Outcome o = ProvisionFailed(claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
-      o.retry_after = RetryAfter(answer);
+      o.retry_after = w.conn.last_retry_after();
       return o;
     }
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -410,7 +347,7 @@ class Controller {
     return Retry();
   }
 
-  Outcome SyncVolume(Worker& w, const std::string& name, Round* round, size_t slot) {
+  Outcome SyncVolume(Worker& w, const std::string& name) {
     std::optional<Volume> v = volumes_.Get(name);
     if (!v) {
       deleted_.Erase(name);
@@ -430,33 +367,26 @@ class Controller {
       case Action::kDropFinalizer:
         return DropFinalizer(w, *v);
       case Action::kDelete:
-        return Delete(*v, a, round, slot);
+        return Delete(w, *v, a);
       default:
         return Done();
     }
   }
 
+  // Removes our finalizer, so that a PV being deleted can go. A conflict means a newer version
+  // is on its way through the watch (retry then); a PV already gone is done.
   Outcome DropFinalizer(Worker& w, const Volume& v) {
-    return FinalizerDropped(KubeApi::SetVolumeFinalizersDone(v.meta.name, w.conn.Request(DropFinalizerCall(v))));
-  }
-  static ApiConnection::Call DropFinalizerCall(const Volume& v) {
     std::vector<std::string> rest;
     for (const auto& f : v.meta.finalizers)
       if (f != ann::kProvisionerFinalizer) rest.push_back(f);
-    return KubeApi::SetVolumeFinalizersCall(v, rest);
-  }
-  static Outcome FinalizerDropped(const Status& s) {
-    if (s.ok()) return Done();
-    // A conflict means a newer version is on its way through the watch.
-    if (s.code() != Status::kConflict && s.code() != Status::kNotFound) LogWarn(s.message());
-    return s.code() == Status::kNotFound ? Done() : Retry();
+    Status s = w.api.SetVolumeFinalizers(v, rest);
+    if (s.ok() || s.code() == Status::kNotFound) return Done();
+    if (s.code() != Status::kConflict) LogWarn(s.message());
+    return Retry(w.conn.last_retry_after());
   }
 
-  // Removes the directory; dropping our finalizer and deleting the PV go out with the round, in
-  // that order. Both are sent before either is answered: if the finalizer's patch fails (a
-  // newer version, say), the PV is still deleted (its uid checked), waits for the finalizer,
-  // and the next sync drops it; the directory is gone either way.
-  Outcome Delete(const Volume& v, const Action& a, Round* round, size_t slot) {
+  // Removes the directory, then drops our finalizer and deletes the PV (its uid checked).
+  Outcome Delete(Worker& w, const Volume& v, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
     if (Status s = root_->RemoveTree(a.dir_name); !s.ok()) {
@@ -466,28 +396,17 @@ class Controller {
       recorder_.Warning(Of(v), reason::kVolumeFailedDelete, msg);
       return Retry();
     }
-    const bool drop = HasFinalizer(v.meta, ann::kProvisionerFinalizer), del = !v.meta.deleting;
-    std::vector<ApiConnection::Call> calls;
-    if (drop) calls.push_back(DropFinalizerCall(v));
-    if (del) calls.push_back(KubeApi::DeleteVolumeCall(v.meta.name, v.meta.uid));
-    if (calls.empty()) return Deleted(v, path, start);
-    round->Wait(slot, std::move(calls), [this, v, path, start, drop, del](const Result<HttpResponse>* answers) {
-      if (drop) {
-        Outcome o = FinalizerDropped(KubeApi::SetVolumeFinalizersDone(v.meta.name, *answers++));
-        if (o.retry) return o;
+    if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
+      if (Outcome o = DropFinalizer(w, v); o.retry) return o;
+    }
+    if (!v.meta.deleting) {
+      if (Status s = w.api.DeleteVolume(v.meta.name, v.meta.uid); !s.ok()) {
+        stats_.delete_failed++;
+        LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
+        return Retry(w.conn.last_retry_after());
       }
-      if (del) {
-        if (Status s = KubeApi::DeleteVolumeDone(v.meta.name, *answers); !s.ok()) {
-          stats_.delete_failed++;
-          LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
-          Outcome o = Retry();
-          o.retry_after = RetryAfter(*answers);
-          return o;
-        }
-      }
-      return Deleted(v, path, start);
-    });
-    return Waiting();
+    }
+    return Deleted(v, path, start);
   }
 
   Outcome Deleted(const Volume& v, const std::string& path, std::chrono::steady_clock::time_point start) {

@@ -1,14 +1,15 @@
-// An informer keeps a read-only cache of one kind of object: it lists the collection, then
-// watches from the list's resourceVersion, resumes a dropped watch from the last version
-// seen, relists on 410 Gone, and backs off (capped, jittered, Retry-After honoured) on
+// An informer keeps a read-only cache of one kind of object: it lists the collection (in
+// pages), then watches from the list's resourceVersion, resumes a dropped watch from the last
+// version seen, relists on 410 Gone, and backs off (capped, jittered, Retry-After honoured) on
 // errors. Every change calls the handler with the object's key. One thread per informer.
-// Objects are cached packed (packed.hpp), as the parse function gives them (the controller's
-// keep only the fields decisions read).
+// Objects are cached as the transform leaves them (the controller's keep only the fields its
+// decisions read).
 #pragma once
 #include <malloc.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -20,8 +21,7 @@
 
 #include "k8s.hpp"
 #include "log.hpp"
-#include "packed.hpp"
-#include "reconcile.hpp"
+#include "queue.hpp"
 
 // Gives the heap's free pages back to the system (glibc's malloc_trim). Not under
 // AddressSanitizer: its allocator replaces glibc's, whose arena malloc_trim would then walk
@@ -43,15 +43,16 @@ inline std::string KeyOf(const ObjectMeta& m) { return m.namespace_.empty() ? m.
 template <class T>
 class Informer {
  public:
-  // An object as the cache keeps it, from its JSON.
-  using Parse = Result<T> (*)(JsonRef);
+  // Trims an object before it is cached (e.g. SlimForCache); may be null.
+  using Transform = void (*)(T*);
   // Called (outside the cache lock) after each change with the key of the object that was
   // added, changed or removed, and the object as cached now (null when removed).
   using Handler = std::function<void(const std::string& key, const T* now)>;
 
-  Informer(std::string kind, std::string collection, Parse parse, std::shared_ptr<const ApiEndpoint> ep, Handler handler)
-      : kind_(std::move(kind)), collection_(std::move(collection)), parse_(parse), conn_(ep), handler_(std::move(handler)),
-        rng_(std::random_device{}()) {}
+  Informer(std::string kind, std::string collection, Transform transform, std::shared_ptr<const ApiEndpoint> ep,
+           Handler handler)
+      : kind_(std::move(kind)), collection_(std::move(collection)), transform_(transform), conn_(ep), api_(&conn_),
+        handler_(std::move(handler)), rng_(std::random_device{}()) {}
 
   ~Informer() { Stop(); }
 
@@ -88,14 +89,14 @@ class Informer {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = items_.find(key);
     if (it == items_.end()) return std::nullopt;
-    return Unpack<T>(it->second);
+    return it->second;
   }
 
   // Calls fn with each cached object in turn (for resync and rare scans), holding the cache
   // lock: fn must not call this informer.
   void ForEach(const std::function<void(const T&)>& fn) const {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, record] : items_) fn(Unpack<T>(record));
+    for (const auto& [key, obj] : items_) fn(obj);
   }
 
   size_t Size() const {
@@ -122,13 +123,8 @@ class Informer {
       }
       ++restarts_;
       int retry_after = conn_.last_retry_after();
-      double ms = 500.0;
-      for (int i = 0; i < failures && ms < 30000; ++i) ms *= 2;
-      if (ms > 30000) ms = 30000;
-      std::uniform_real_distribution<double> jitter(0.8, 1.2);
-      long delay = static_cast<long>(ms * jitter(rng_));
-      if (retry_after > 0 && delay < retry_after * 1000L) delay = retry_after * 1000L;
-      ++failures;
+      long delay = BackoffDelay(std::chrono::milliseconds(500), std::chrono::seconds(30), failures++, rng_).count();
+      if (delay < retry_after * 1000L) delay = retry_after * 1000L;
       LogWarn(kind_ + " " + (rv.empty() ? "list" : "watch") + " failed: " + s.message() + "; retrying in " +
               std::to_string(delay) + " ms");
       Sleep(std::chrono::milliseconds(delay));
@@ -138,19 +134,19 @@ class Informer {
   }
 
   Status Relist(std::string* rv) {
-    KubeApi api(&conn_);
-    std::unordered_map<std::string, std::string> fresh;
+    std::unordered_map<std::string, T> fresh;
     std::string token, list_rv;
-    auto add = [&](JsonRef item) {
-      Result<T> obj = parse_(item);
+    std::function<void(Result<T>)> add = [&](Result<T> obj) {
       if (!obj.ok()) {
         LogWarn(kind_ + ": skipping an object that cannot be read: " + obj.status().message());
         return;
       }
-      fresh[KeyOf(obj->meta)] = Pack(*obj);
+      if (transform_ != nullptr) transform_(&*obj);
+      std::string key = KeyOf(obj->meta);
+      fresh[key] = std::move(*obj);
     };
     do {
-      Result<ListPage> page = api.List(collection_, token, add);
+      Result<ListPage> page = api_.List<T>(collection_, token, add);
       if (!page.ok()) return page.status();
       token = page->continue_token;
       list_rv = page->resource_version;
@@ -158,21 +154,21 @@ class Informer {
     std::vector<std::string> changed;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& [key, record] : fresh) {
+      for (const auto& [key, obj] : fresh) {
         auto it = items_.find(key);
-        if (it == items_.end() || it->second != record) changed.push_back(key);
+        if (it == items_.end() || it->second.meta.resource_version != obj.meta.resource_version) changed.push_back(key);
       }
-      for (const auto& [key, record] : items_)
+      for (const auto& [key, obj] : items_)
         if (fresh.find(key) == fresh.end()) changed.push_back(key);
       items_.swap(fresh);
     }
     *rv = list_rv;
     synced_ = true;
-    std::unordered_map<std::string, std::string>().swap(fresh);
+    std::unordered_map<std::string, T>().swap(fresh);
     ReleaseFreeMemory();  // the previous cache and the list's buffers are gone
     LogDebug(1, kind_ + ": listed " + std::to_string(Size()) + " at resourceVersion " + list_rv);
     for (const std::string& key : changed) {
-      std::optional<T> now = Get(key);  // unpacked one at a time: a relist may bring 10 000
+      std::optional<T> now = Get(key);
       handler_(key, now ? &*now : nullptr);
     }
     return Status::Ok();
@@ -180,56 +176,41 @@ class Informer {
 
   Status Watch(std::string* rv) {
     std::uniform_int_distribution<int> spread(300, 600);  // like client-go: 5 to 10 minutes
-    int timeout = spread(rng_);
-    std::string path = collection_ + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + api::QueryEscape(*rv) +
-                       "&timeoutSeconds=" + std::to_string(timeout);
-    Status event_error;
-    Status s = conn_.Stream(
-        path,
-        [&](const std::string& line) {
-          event_error = Apply(line, rv);
-          return event_error.ok() && !Stopping();
-        },
-        std::chrono::seconds(timeout + 30));
-    if (!event_error.ok()) return event_error;
-    return s;
+    error_ = Status::Ok();
+    Status s = api_.Watch<T>(collection_, *rv, spread(rng_), [&](const WatchEvent<T>& ev) { return Apply(ev, rv); });
+    return error_.ok() ? s : error_;
   }
 
-  // Applies one watch line to the cache. Errors: an ERROR event (410 → kGone) or an
-  // unreadable line (the stream is then dropped and resumed).
-  Status Apply(const std::string& line, std::string* rv) {
-    Result<WatchEvent> ev = ParseWatchEvent(line, &event_doc_);
-    if (!ev.ok()) return ev.status().Wrap(kind_ + " watch");
-    if (ev->type == "ERROR") {
-      const JsonRef c = ev->object.Get("code");
-      const double code = c.is(JsonType::kNumber) ? c.Number() : 0;
-      const int http = code >= 100 && code <= 599 ? static_cast<int>(code) : 0;
-      return Status(http == 410 ? Status::kGone : Status::kUnavailable,
-                    kind_ + " watch error: " + StatusMessage(http, std::string(ev->object.Text())));
+  // Applies one watch event to the cache; false ends the watch (an ERROR event, whose Status
+  // Watch then returns through error_, or stopping).
+  bool Apply(const WatchEvent<T>& ev, std::string* rv) {
+    if (ev.type == "ERROR") {
+      error_ = Status(ev.code == 410 ? Status::kGone : Status::kUnavailable, kind_ + " watch error: " + ev.message);
+      return false;
     }
-    if (ev->type == "BOOKMARK") {
-      const JsonRef version = ev->object.Get("metadata").Get("resourceVersion");
-      if (version.is(JsonType::kString)) *rv = version.String();
-      return Status::Ok();
+    if (ev.type == "BOOKMARK") {
+      if (!ev.resource_version.empty()) *rv = ev.resource_version;
+      return !Stopping();
     }
-    Result<T> obj = parse_(ev->object);
-    if (!obj.ok()) {
-      LogWarn(kind_ + ": skipping a watch event that cannot be read: " + obj.status().message());
-      return Status::Ok();
+    if (!ev.object.ok()) {
+      LogWarn(kind_ + ": skipping a watch event that cannot be read: " + ev.object.status().message());
+      return !Stopping();
     }
-    std::string key = KeyOf(obj->meta);
-    *rv = obj->meta.resource_version;
-    const bool removed = ev->type == "DELETED";
+    T obj = *ev.object;
+    if (transform_ != nullptr) transform_(&obj);
+    std::string key = KeyOf(obj.meta);
+    *rv = obj.meta.resource_version;
+    const bool removed = ev.type == "DELETED";
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (removed) {
         items_.erase(key);
       } else {
-        items_[key] = Pack(*obj);
+        items_[key] = obj;
       }
     }
-    handler_(key, removed ? nullptr : &*obj);
-    return Status::Ok();
+    handler_(key, removed ? nullptr : &obj);
+    return !Stopping();
   }
 
   bool Stopping() {
@@ -243,13 +224,14 @@ class Informer {
   }
 
   std::string kind_, collection_;
-  Parse parse_;
+  Transform transform_;
   ApiConnection conn_;
+  KubeApi api_;
   Handler handler_;
-  JsonDoc event_doc_;  // the watch line being applied; reused, so its nodes stay allocated
+  Status error_;  // an ERROR event that ended the watch
   std::thread thread_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::string> items_;  // key -> packed object
+  std::unordered_map<std::string, T> items_;
   std::atomic<bool> synced_{false};
   std::atomic<long> restarts_{0};
   std::atomic<bool> done_{false};

@@ -2,24 +2,14 @@
 // over an ApiConnection (api_connection.hpp). JSON mapping lives in k8s_json.hpp; policy
 // lives elsewhere.
 #pragma once
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <sys/stat.h>
+#include <httplib.h>
 
-#include <atomic>
-#include <cctype>
-#include <chrono>
-#include <fstream>
 #include <functional>
-#include <memory>
-#include <mutex>
 #include <string>
+#include <vector>
 
 #include "api_connection.hpp"
-#include "json_write.hpp"
 #include "k8s_json.hpp"
-#include "kubeconfig.hpp"
-#include "log.hpp"
 #include "objects.hpp"
 #include "status.hpp"
 
@@ -31,115 +21,108 @@ inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses"
 inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
 inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
 
-// A value for a query string: all but unreserved characters percent-encoded (as Go's
-// url.QueryEscape, with %20 for a space).
+// A value for a query string, percent-encoded.
 inline std::string QueryEscape(const std::string& v) {
-  std::string out;
-  AppendPercentEncoded(v, [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~'; }, &out);
-  return out;
+  return httplib::detail::encode_query_param(v);
 }
 }  // namespace api
 
-// The typed calls the controller makes, over one connection.
+// The typed calls the program makes, over one connection (not thread-safe, as the connection).
+// Each returns the API's error as a Status (Check: kNotFound, kConflict, kForbidden, ...);
+// the connection's last_retry_after() gives the answer's Retry-After.
 class KubeApi {
  public:
   explicit KubeApi(ApiConnection* conn) : conn_(conn) {}
 
-  // One page of a collection (limit 500 per request; follow continue_token). Each item goes
-  // to on_item once the page is read; see ParseList.
+  // One page of a collection (at most 500 items; follow continue_token while it is not
+  // empty). Each item goes to on_item as FromJson<T> reads it.
+  template <class T>
   Result<ListPage> List(const std::string& collection, const std::string& continue_token,
-                        const std::function<void(JsonRef)>& on_item) {
+                        const std::function<void(Result<T>)>& on_item) {
     std::string path = collection + "?limit=500";
     if (!continue_token.empty()) path += "&continue=" + api::QueryEscape(continue_token);
     auto r = conn_->Request("GET", path);
     if (Status s = Check(r, "list " + collection); !s.ok()) return s;
-    Result<ListPage> page = ParseList(r->body, on_item);
+    Result<ListPage> page = ParseList<T>(r->body, on_item);
     if (!page.ok()) return page.status().Wrap("reading " + collection);
     return page;
   }
 
-  // POST /api/v1/persistentvolumes. AlreadyExists comes back as kConflict.
-  Status CreateVolume(const Volume& v) { return CreateVolumeDone(v.meta.name, conn_->Request(CreateVolumeCall(v))); }
+  // Watches a collection from `resource_version` for about timeout_seconds; each line goes to
+  // on_event as ParseWatchEvent<T> reads it (an unreadable line ends the watch with its error).
+  // Returns when the server ends the stream, on_event returns false, or on an error.
+  template <class T>
+  Status Watch(const std::string& collection, const std::string& resource_version, int timeout_seconds,
+               const std::function<bool(const WatchEvent<T>&)>& on_event) {
+    std::string path = collection + "?watch=true&allowWatchBookmarks=true&resourceVersion=" +
+                       api::QueryEscape(resource_version) + "&timeoutSeconds=" + std::to_string(timeout_seconds);
+    Status line_error;
+    Status s = conn_->Stream(
+        path,
+        [&](const std::string& line) {
+          Result<WatchEvent<T>> ev = ParseWatchEvent<T>(line);
+          if (!ev.ok()) line_error = ev.status();
+          return ev.ok() && on_event(*ev);
+        },
+        std::chrono::seconds(timeout_seconds + 30));
+    return line_error.ok() ? s : line_error;
+  }
 
-  // GET one PV (used only after a create said AlreadyExists).
+  // POST a PV. AlreadyExists comes back as kConflict.
+  Status CreateVolume(const Volume& v) {
+    return Check(conn_->Request("POST", api::kVolumes, VolumeToJson(v)), "create PersistentVolume " + v.meta.name);
+  }
+
   Result<Volume> GetVolume(const std::string& name) {
     auto r = conn_->Request("GET", std::string(api::kVolumes) + "/" + name);
     if (Status s = Check(r, "get PersistentVolume " + name); !s.ok()) return s;
-    JsonDoc doc;
-    if (Status s = doc.Read(r->body); !s.ok()) return s;
-    return VolumeFromJson(doc.root());
+    return FromJsonText<Volume>(r->body);
   }
 
-  // Sets the PV's finalizers to `finalizers`, if its resourceVersion is still `rv`
-  // (a merge patch carrying resourceVersion is checked like an update: 409 if stale).
+  // Sets the PV's finalizers, if its resourceVersion is still the one in `v` (else kConflict).
   Status SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers) {
-    return SetVolumeFinalizersDone(v.meta.name, conn_->Request(SetVolumeFinalizersCall(v, finalizers)));
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            FinalizersPatchJson(v.meta.resource_version, finalizers), "application/merge-patch+json");
+    return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
   }
 
   // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
   Status DeleteVolume(const std::string& name, const std::string& uid) {
-    return DeleteVolumeDone(name, conn_->Request(DeleteVolumeCall(name, uid)));
-  }
-
-  // The same three as requests to send together with others (ApiConnection::RequestAll), and
-  // what their answers mean.
-  static ApiConnection::Call CreateVolumeCall(const Volume& v) { return {"POST", api::kVolumes, VolumeToJson(v)}; }
-  static Status CreateVolumeDone(const std::string& name, const Result<HttpResponse>& r) {
-    return Check(r, "create PersistentVolume " + name);
-  }
-  static ApiConnection::Call SetVolumeFinalizersCall(const Volume& v, const std::vector<std::string>& finalizers) {
-    picojson::array list;
-    for (const auto& f : finalizers) list.emplace_back(f);
-    picojson::object meta;
-    meta["resourceVersion"] = picojson::value(v.meta.resource_version);
-    meta["finalizers"] = picojson::value(list);
-    picojson::object patch;
-    patch["metadata"] = picojson::value(meta);
-    return {"PATCH", std::string(api::kVolumes) + "/" + v.meta.name, ToJson(picojson::value(patch)),
-            "application/merge-patch+json"};
-  }
-  static Status SetVolumeFinalizersDone(const std::string& name, const Result<HttpResponse>& r) {
-    return Check(r, "remove finalizer of PersistentVolume " + name);
-  }
-  static ApiConnection::Call DeleteVolumeCall(const std::string& name, const std::string& uid) {
-    return {"DELETE", std::string(api::kVolumes) + "/" + name,
-            R"({"kind":"DeleteOptions","apiVersion":"v1","preconditions":{"uid":")" + uid + "\"}}"};
-  }
-  static Status DeleteVolumeDone(const std::string& name, const Result<HttpResponse>& r) {
+    auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, DeleteIfUidJson(uid));
     if (r.ok() && r->status == 404) return Status::Ok();
     return Check(r, "delete PersistentVolume " + name);
   }
 
-  // Events to create, or to bump (count, lastTimestamp and message of an existing one, as
-  // Kubernetes' event recorder does), sent at once over the connection: a Status each, in order.
-  struct EventWrite {
-    const Event* event;
-    bool bump;
-  };
-  std::vector<Status> WriteEvents(const std::vector<EventWrite>& writes) {
-    std::vector<ApiConnection::Call> calls;
-    for (const EventWrite& w : writes) calls.push_back(w.bump ? BumpCall(*w.event) : CreateCall(*w.event));
-    std::vector<Result<HttpResponse>> got = conn_->RequestAll(calls);
-    std::vector<Status> out;
-    for (size_t i = 0; i < writes.size(); ++i)
-      out.push_back(Check(got[i], (writes[i].bump ? "update Event " : "create Event ") + writes[i].event->meta.name));
-    return out;
+  Status CreateEvent(const Event& e) {
+    return Check(conn_->Request("POST", api::Events(e.meta.namespace_), EventToJson(e)), "create Event " + e.meta.name);
   }
 
-  ApiConnection* connection() { return conn_; }
+  // Bumps an existing event's count, lastTimestamp and message (kNotFound if it expired).
+  Status BumpEvent(const Event& e) {
+    auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, EventBumpJson(e),
+                            "application/merge-patch+json");
+    return Check(r, "update Event " + e.meta.name);
+  }
+
+  Result<Lease> GetLease(const std::string& ns, const std::string& name) {
+    auto r = conn_->Request("GET", api::Leases(ns) + "/" + name);
+    if (Status s = Check(r, "get lease " + ns + "/" + name); !s.ok()) return s;
+    return FromJsonText<Lease>(r->body);
+  }
+
+  // Creates the lease (kConflict if it exists), or replaces it (kConflict if its
+  // resourceVersion changed meanwhile). Returns the lease as stored.
+  Result<Lease> CreateLease(const Lease& l) {
+    auto r = conn_->Request("POST", api::Leases(l.meta.namespace_), LeaseToJson(l));
+    if (Status s = Check(r, "create lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
+    return FromJsonText<Lease>(r->body);
+  }
+  Result<Lease> UpdateLease(const Lease& l) {
+    auto r = conn_->Request("PUT", api::Leases(l.meta.namespace_) + "/" + l.meta.name, LeaseToJson(l));
+    if (Status s = Check(r, "update lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
+    return FromJsonText<Lease>(r->body);
+  }
 
  private:
-  static ApiConnection::Call CreateCall(const Event& e) {
-    return {"POST", api::Events(e.meta.namespace_), EventToJson(e)};
-  }
-  static ApiConnection::Call BumpCall(const Event& e) {
-    picojson::object patch;
-    patch["count"] = picojson::value(static_cast<double>(e.count));
-    patch["lastTimestamp"] = picojson::value(e.last_timestamp);
-    patch["message"] = picojson::value(e.message);
-    return {"PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, ToJson(picojson::value(patch)),
-            "application/merge-patch+json"};
-  }
-
   ApiConnection* conn_;
 };

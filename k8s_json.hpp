@@ -1,139 +1,60 @@
-// The one JSON mapping of the program's objects: Kubernetes API JSON ⇄ the plain structs of
-// objects.hpp, watch-stream line splitting, list pages, and error bodies. Reading goes through
-// JsonDoc (json_doc.hpp), straight from the text into the structs. The PVs and events the
-// program POSTs are written straight to text (JsonObjectWriter); other writes build picojson
-// values. Nothing here throws, and every field is type-checked before it is read.
+// The one JSON mapping of the program: Kubernetes API JSON ⇄ the plain structs of objects.hpp,
+// list pages, watch events and lines, and error bodies. picojson parses and writes; nothing
+// here throws (picojson's get<T> is called only after is<T>), and every field is type-checked
+// before it is read. No other file includes picojson.
 #pragma once
 #include <picojson.h>
 
 #include <cmath>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <string>
-#include <string_view>
 #include <utility>
 #include <vector>
 
-#include "json_doc.hpp"
-#include "json_write.hpp"
 #include "objects.hpp"
 #include "status.hpp"
 
-// What the readers keep of an object's annotations and labels: all of them (the default), or
-// only the annotations named and no labels (for the informers' caches, which keep no more:
-// maps built only to be thrown away were 4 % of the provisioner's instructions; callgrind).
-// Every annotation and label is type-checked either way.
-struct MetaKeep {
-  bool all = true;
-  std::vector<std::string_view> annotations;  // when !all
-};
+// `text` made one line: control characters become spaces.
+inline std::string OneLine(std::string text) {
+  for (char& c : text)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
+  return text;
+}
+
+// The first `max` bytes of `text`, not splitting a UTF-8 sequence.
+inline std::string CutUtf8(const std::string& text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t end = max;
+  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0u) == 0x80u) --end;
+  return text.substr(0, end);
+}
 
 namespace k8s_json_detail {
 
-using json_text::CutUtf8;
-using json_text::OneLine;
+using Value = picojson::value;
+using Object = picojson::object;
+
+inline const char* TypeName(const Value& v) {
+  if (v.is<picojson::null>()) return "null";
+  if (v.is<bool>()) return "boolean";
+  if (v.is<double>()) return "number";
+  if (v.is<std::string>()) return "string";
+  if (v.is<picojson::array>()) return "array";
+  return "object";
+}
 
 // "path.key", or "key" at the top.
-inline std::string FieldName(std::string_view path, std::string_view key) {
-  std::string field(path);
-  if (!field.empty()) field += '.';
-  return field += key;
+inline std::string FieldName(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
 }
 
-inline Status WrongType(std::string_view path, std::string_view key, const char* want, JsonRef got) {
-  return Status::Invalid("field " + FieldName(path, key) + ": expected " + want + ", got " + JsonTypeName(got.type()));
+inline Status WrongType(const std::string& path, const std::string& key, const char* want, const Value& got) {
+  return Status::Invalid("field " + FieldName(path, key) + ": expected " + want + ", got " + TypeName(got));
 }
-
-// Reads typed members of one JSON object, naming the field (`path.key`) in every error.
-// Absent or null members leave the output empty and are not errors; so does an absent object.
-class Fields {
- public:
-  Fields(JsonRef obj, std::string_view path) : obj_(obj), path_(path) {}
-
-  bool Has(std::string_view key) const { return !obj_.Get(key).unset(); }
-
-  // Sets *out to the member object, or to an absent JsonRef if unset.
-  Status Object(std::string_view key, JsonRef* out) const {
-    *out = JsonRef();
-    JsonRef v = obj_.Get(key);
-    if (v.unset()) return Status::Ok();
-    if (!v.is(JsonType::kObject)) return WrongType(path_, key, "an object", v);
-    *out = v;
-    return Status::Ok();
-  }
-
-  Status String(std::string_view key, std::string* out) const {
-    out->clear();
-    JsonRef v = obj_.Get(key);
-    if (v.unset()) return Status::Ok();
-    if (!v.is(JsonType::kString)) return WrongType(path_, key, "a string", v);
-    *out = v.String();
-    return Status::Ok();
-  }
-
-  // A quantity: a string, or a JSON number written out in its shortest exact form.
-  Status QuantityText(std::string_view key, std::string* out) const;
-
-  Status Int(std::string_view key, int* out) const {
-    *out = 0;
-    JsonRef v = obj_.Get(key);
-    if (v.unset()) return Status::Ok();
-    if (!v.is(JsonType::kNumber)) return WrongType(path_, key, "an integer", v);
-    double d = v.Number();
-    if (d != std::floor(d) || d < -2147483648.0 || d > 2147483647.0)
-      return Status::Invalid("field " + FieldName(path_, key) + ": expected a 32-bit integer, got " + std::string(v.Text()));
-    *out = static_cast<int>(d);
-    return Status::Ok();
-  }
-
-  Status StringList(std::string_view key, std::vector<std::string>* out) const {
-    out->clear();
-    JsonRef v = obj_.Get(key);
-    if (v.unset()) return Status::Ok();
-    if (!v.is(JsonType::kArray)) return WrongType(path_, key, "an array of strings", v);
-    Status s;
-    v.ForEachItem([&](size_t i, JsonRef item) {
-      if (!s.ok()) return;
-      if (!item.is(JsonType::kString)) s = WrongType(path_, std::string(key) + "[" + std::to_string(i) + "]", "a string", item);
-      else out->push_back(item.String());
-    });
-    return s;
-  }
-
-  Status StringMap(std::string_view key, std::map<std::string, std::string>* out) const {
-    return StringMap(key, out, nullptr);
-  }
-  // StringMap keeping only the members named in *only (all when null); every member is
-  // type-checked either way.
-  Status StringMap(std::string_view key, std::map<std::string, std::string>* out,
-                   const std::vector<std::string_view>* only) const {
-    out->clear();
-    JsonRef v = obj_.Get(key);
-    if (v.unset()) return Status::Ok();
-    if (!v.is(JsonType::kObject)) return WrongType(path_, key, "an object of strings", v);
-    Status s;
-    v.ForEachMemberRef([&](JsonRef name, JsonRef item) {
-      if (!s.ok()) return;
-      if (!item.is(JsonType::kString)) {
-        s = WrongType(path_, std::string(key) + "[\"" + name.String() + "\"]", "a string", item);
-      } else if (only == nullptr) {
-        (*out)[name.String()] = item.String();
-      } else {
-        for (std::string_view k : *only)
-          if (name.StringIs(k)) (*out)[std::string(k)] = item.String();
-      }
-    });
-    return s;
-  }
-
- private:
-  JsonRef obj_;
-  std::string_view path_;
-};
 
 // The shortest decimal text that reads back as exactly `d` ("10", "1.5", "0.1", "1e+21").
 inline std::string NumberText(double d) {
@@ -149,313 +70,375 @@ inline std::string NumberText(double d) {
   return buf;
 }
 
-inline Status Fields::QuantityText(std::string_view key, std::string* out) const {
-  out->clear();
-  JsonRef v = obj_.Get(key);
-  if (v.unset()) return Status::Ok();
-  if (v.is(JsonType::kNumber)) {
-    *out = NumberText(v.Number());
+// Reads typed members of one JSON object, naming the field (`path.key`) in every error.
+// Absent or null members leave the output empty and are not errors; so does an absent object.
+class Fields {
+ public:
+  Fields(const Value* obj, std::string path) : obj_(obj), path_(std::move(path)) {}
+
+  // The member, or null when it is absent or JSON null.
+  const Value* Find(const std::string& key) const {
+    if (obj_ == nullptr || !obj_->is<picojson::object>()) return nullptr;
+    const picojson::object& o = obj_->get<picojson::object>();
+    auto it = o.find(key);
+    return it == o.end() || it->second.is<picojson::null>() ? nullptr : &it->second;
+  }
+  bool Has(const std::string& key) const { return Find(key) != nullptr; }
+
+  // *out: the member object, or null when unset.
+  Status Object(const std::string& key, const Value** out) const {
+    *out = Find(key);
+    if (*out != nullptr && !(*out)->is<picojson::object>()) return WrongType(path_, key, "an object", **out);
     return Status::Ok();
   }
-  if (!v.is(JsonType::kString)) return WrongType(path_, key, "a quantity string", v);
-  *out = v.String();
-  return Status::Ok();
-}
+  // The fields of a member object (unset: a Fields that finds nothing).
+  Status Sub(const std::string& key, Fields* out) const {
+    const Value* v = nullptr;
+    Status s = Object(key, &v);
+    *out = Fields(v, FieldName(path_, key));
+    return s;
+  }
+
+  Status String(const std::string& key, std::string* out) const {
+    out->clear();
+    const Value* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is<std::string>()) return WrongType(path_, key, "a string", *v);
+    *out = v->get<std::string>();
+    return Status::Ok();
+  }
+
+  // A quantity: a string, or a JSON number written out in its shortest exact form.
+  Status QuantityText(const std::string& key, std::string* out) const {
+    const Value* v = Find(key);
+    if (v != nullptr && v->is<double>()) {
+      *out = NumberText(v->get<double>());
+      return Status::Ok();
+    }
+    if (v != nullptr && !v->is<std::string>()) return WrongType(path_, key, "a quantity string", *v);
+    return String(key, out);
+  }
+
+  Status Int(const std::string& key, int* out) const {
+    *out = 0;
+    const Value* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is<double>()) return WrongType(path_, key, "an integer", *v);
+    double d = v->get<double>();
+    if (d != std::floor(d) || d < -2147483648.0 || d > 2147483647.0)
+      return Status::Invalid("field " + FieldName(path_, key) + ": expected a 32-bit integer, got " + v->to_str());
+    *out = static_cast<int>(d);
+    return Status::Ok();
+  }
+
+  Status StringList(const std::string& key, std::vector<std::string>* out) const {
+    out->clear();
+    const Value* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is<picojson::array>()) return WrongType(path_, key, "an array of strings", *v);
+    for (const Value& item : v->get<picojson::array>()) {
+      if (!item.is<std::string>())
+        return WrongType(path_, key + "[" + std::to_string(out->size()) + "]", "a string", item);
+      out->push_back(item.get<std::string>());
+    }
+    return Status::Ok();
+  }
+
+  Status StringMap(const std::string& key, std::map<std::string, std::string>* out) const {
+    out->clear();
+    const Value* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is<picojson::object>()) return WrongType(path_, key, "an object of strings", *v);
+    for (const auto& [name, item] : v->get<picojson::object>()) {
+      if (!item.is<std::string>()) return WrongType(path_, key + "[\"" + name + "\"]", "a string", item);
+      (*out)[name] = item.get<std::string>();
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const Value* obj_;
+  std::string path_;
+};
 
 // Returns the Status of `expr` from the enclosing function if it is an error (local to this file).
-#define K8S_JSON_TRY(expr)             \
-  do {                                 \
-    Status k8s_json_status_ = (expr);  \
-    if (!k8s_json_status_.ok()) return k8s_json_status_; \
+#define K8S_JSON_TRY(expr)                                \
+  do {                                                    \
+    Status k8s_json_status_ = (expr);                     \
+    if (!k8s_json_status_.ok()) return k8s_json_status_;  \
   } while (0)
 
-// The top-level object of `v`, checking `kind` when the JSON states one.
-inline Status TopObject(JsonRef v, const std::string& kind) {
-  if (!v.is(JsonType::kObject))
-    return Status::Invalid(kind + ": expected a JSON object, got " + (v.absent() ? "nothing" : JsonTypeName(v.type())));
-  std::string got;
-  K8S_JSON_TRY(Fields(v, "").String("kind", &got));
-  if (!got.empty() && got != kind) return Status::Invalid("expected kind " + kind + ", got " + got);
-  return Status::Ok();
-}
-
-inline Status ReadMeta(JsonRef top, ObjectMeta* m, const MetaKeep& keep = MetaKeep()) {
-  JsonRef meta;
-  K8S_JSON_TRY(Fields(top, "").Object("metadata", &meta));
-  if (meta.absent()) return Status::Ok();
-  Fields f(meta, "metadata");
+inline Status ReadMeta(const Fields& top, ObjectMeta* m) {
+  Fields f(nullptr, "");
+  K8S_JSON_TRY(top.Sub("metadata", &f));
   K8S_JSON_TRY(f.String("name", &m->name));
   K8S_JSON_TRY(f.String("namespace", &m->namespace_));
   K8S_JSON_TRY(f.String("uid", &m->uid));
   K8S_JSON_TRY(f.String("resourceVersion", &m->resource_version));
-  static const std::vector<std::string_view> kNone;
-  K8S_JSON_TRY(f.StringMap("annotations", &m->annotations, keep.all ? nullptr : &keep.annotations));
-  K8S_JSON_TRY(f.StringMap("labels", &m->labels, keep.all ? nullptr : &kNone));
+  K8S_JSON_TRY(f.StringMap("annotations", &m->annotations));
+  K8S_JSON_TRY(f.StringMap("labels", &m->labels));
   K8S_JSON_TRY(f.StringList("finalizers", &m->finalizers));
   m->deleting = f.Has("deletionTimestamp");
   return Status::Ok();
 }
 
-// "PersistentVolumeClaim ns/name" for error context, as far as the name is known.
-inline std::string Describe(const std::string& kind, const ObjectMeta& m) {
-  if (m.name.empty()) return kind;
-  return kind + " " + (m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name);
+inline Status Read(const Fields& top, Claim* c) {
+  K8S_JSON_TRY(ReadMeta(top, &c->meta));
+  Fields spec(nullptr, ""), status(nullptr, ""), resources(nullptr, ""), requests(nullptr, "");
+  K8S_JSON_TRY(top.Sub("spec", &spec));
+  K8S_JSON_TRY(top.Sub("status", &status));
+  c->has_storage_class_name = spec.Has("storageClassName");
+  K8S_JSON_TRY(spec.String("storageClassName", &c->storage_class_name));
+  K8S_JSON_TRY(spec.StringList("accessModes", &c->access_modes));
+  K8S_JSON_TRY(spec.String("volumeMode", &c->volume_mode));
+  K8S_JSON_TRY(spec.String("volumeName", &c->volume_name));
+  const Value* present = nullptr;
+  K8S_JSON_TRY(spec.Object("selector", &present));
+  c->has_selector = present != nullptr;
+  K8S_JSON_TRY(spec.Object("dataSource", &present));
+  c->has_data_source = present != nullptr;
+  K8S_JSON_TRY(spec.Object("dataSourceRef", &present));
+  c->has_data_source = c->has_data_source || present != nullptr;
+  K8S_JSON_TRY(spec.Sub("resources", &resources));
+  K8S_JSON_TRY(resources.Sub("requests", &requests));
+  K8S_JSON_TRY(requests.QuantityText("storage", &c->storage_request));
+  return status.String("phase", &c->phase);
 }
 
-inline Status ReadClaim(JsonRef top, Claim* c, const MetaKeep& keep) {
-  K8S_JSON_TRY(ReadMeta(top, &c->meta, keep));
-  JsonRef spec;
-  JsonRef status;
-  K8S_JSON_TRY(Fields(top, "").Object("spec", &spec));
-  K8S_JSON_TRY(Fields(top, "").Object("status", &status));
-  if (!spec.absent()) {
-    Fields f(spec, "spec");
-    c->has_storage_class_name = f.Has("storageClassName");
-    K8S_JSON_TRY(f.String("storageClassName", &c->storage_class_name));
-    K8S_JSON_TRY(f.StringList("accessModes", &c->access_modes));
-    K8S_JSON_TRY(f.String("volumeMode", &c->volume_mode));
-    K8S_JSON_TRY(f.String("volumeName", &c->volume_name));
-    JsonRef ignored;
-    K8S_JSON_TRY(f.Object("selector", &ignored));
-    c->has_selector = !ignored.absent();
-    K8S_JSON_TRY(f.Object("dataSource", &ignored));
-    c->has_data_source = !ignored.absent();
-    K8S_JSON_TRY(f.Object("dataSourceRef", &ignored));
-    c->has_data_source = c->has_data_source || !ignored.absent();
-    JsonRef resources, requests;
-    K8S_JSON_TRY(f.Object("resources", &resources));
-    if (!resources.absent()) K8S_JSON_TRY(Fields(resources, "spec.resources").Object("requests", &requests));
-    if (!requests.absent())
-      K8S_JSON_TRY(Fields(requests, "spec.resources.requests").QuantityText("storage", &c->storage_request));
-  }
-  if (!status.absent()) K8S_JSON_TRY(Fields(status, "status").String("phase", &c->phase));
-  return Status::Ok();
+inline Status Read(const Fields& top, Volume* v) {
+  K8S_JSON_TRY(ReadMeta(top, &v->meta));
+  Fields spec(nullptr, ""), status(nullptr, ""), capacity(nullptr, ""), ref(nullptr, ""), host(nullptr, "");
+  K8S_JSON_TRY(top.Sub("spec", &spec));
+  K8S_JSON_TRY(top.Sub("status", &status));
+  K8S_JSON_TRY(spec.Sub("capacity", &capacity));
+  K8S_JSON_TRY(capacity.QuantityText("storage", &v->capacity));
+  K8S_JSON_TRY(spec.StringList("accessModes", &v->access_modes));
+  K8S_JSON_TRY(spec.String("volumeMode", &v->volume_mode));
+  K8S_JSON_TRY(spec.String("storageClassName", &v->storage_class_name));
+  K8S_JSON_TRY(spec.String("persistentVolumeReclaimPolicy", &v->reclaim_policy));
+  K8S_JSON_TRY(spec.StringList("mountOptions", &v->mount_options));
+  v->has_claim_ref = spec.Has("claimRef");
+  K8S_JSON_TRY(spec.Sub("claimRef", &ref));
+  K8S_JSON_TRY(ref.String("namespace", &v->claim_ref.namespace_));
+  K8S_JSON_TRY(ref.String("name", &v->claim_ref.name));
+  K8S_JSON_TRY(ref.String("uid", &v->claim_ref.uid));
+  K8S_JSON_TRY(spec.Sub("hostPath", &host));
+  K8S_JSON_TRY(host.String("path", &v->host_path));
+  K8S_JSON_TRY(host.String("type", &v->host_path_type));
+  return status.String("phase", &v->phase);
 }
 
-inline Status ReadVolume(JsonRef top, Volume* v, const MetaKeep& keep) {
-  K8S_JSON_TRY(ReadMeta(top, &v->meta, keep));
-  JsonRef spec;
-  JsonRef status;
-  K8S_JSON_TRY(Fields(top, "").Object("spec", &spec));
-  K8S_JSON_TRY(Fields(top, "").Object("status", &status));
-  if (!spec.absent()) {
-    Fields f(spec, "spec");
-    JsonRef capacity;
-    K8S_JSON_TRY(f.Object("capacity", &capacity));
-    if (!capacity.absent()) K8S_JSON_TRY(Fields(capacity, "spec.capacity").QuantityText("storage", &v->capacity));
-    K8S_JSON_TRY(f.StringList("accessModes", &v->access_modes));
-    K8S_JSON_TRY(f.String("volumeMode", &v->volume_mode));
-    K8S_JSON_TRY(f.String("storageClassName", &v->storage_class_name));
-    K8S_JSON_TRY(f.String("persistentVolumeReclaimPolicy", &v->reclaim_policy));
-    K8S_JSON_TRY(f.StringList("mountOptions", &v->mount_options));
-    JsonRef claim_ref;
-    K8S_JSON_TRY(f.Object("claimRef", &claim_ref));
-    v->has_claim_ref = !claim_ref.absent();
-    if (!claim_ref.absent()) {
-      Fields r(claim_ref, "spec.claimRef");
-      K8S_JSON_TRY(r.String("namespace", &v->claim_ref.namespace_));
-      K8S_JSON_TRY(r.String("name", &v->claim_ref.name));
-      K8S_JSON_TRY(r.String("uid", &v->claim_ref.uid));
-    }
-    JsonRef host_path;
-    K8S_JSON_TRY(f.Object("hostPath", &host_path));
-    if (!host_path.absent()) {
-      Fields h(host_path, "spec.hostPath");
-      K8S_JSON_TRY(h.String("path", &v->host_path));
-      K8S_JSON_TRY(h.String("type", &v->host_path_type));
-    }
-  }
-  if (!status.absent()) K8S_JSON_TRY(Fields(status, "status").String("phase", &v->phase));
-  return Status::Ok();
-}
-
-inline Status ReadStorageClass(JsonRef top, StorageClass* sc) {
+inline Status Read(const Fields& top, StorageClass* sc) {
   K8S_JSON_TRY(ReadMeta(top, &sc->meta));
-  Fields f(top, "");
-  K8S_JSON_TRY(f.String("provisioner", &sc->provisioner));
-  K8S_JSON_TRY(f.String("reclaimPolicy", &sc->reclaim_policy));
-  K8S_JSON_TRY(f.String("volumeBindingMode", &sc->volume_binding_mode));
-  K8S_JSON_TRY(f.StringMap("parameters", &sc->parameters));
-  K8S_JSON_TRY(f.StringList("mountOptions", &sc->mount_options));
-  return Status::Ok();
+  K8S_JSON_TRY(top.String("provisioner", &sc->provisioner));
+  K8S_JSON_TRY(top.String("reclaimPolicy", &sc->reclaim_policy));
+  K8S_JSON_TRY(top.String("volumeBindingMode", &sc->volume_binding_mode));
+  K8S_JSON_TRY(top.StringMap("parameters", &sc->parameters));
+  return top.StringList("mountOptions", &sc->mount_options);
 }
 
-inline Status ReadEvent(JsonRef top, Event* e) {
+inline Status Read(const Fields& top, Event* e) {
   K8S_JSON_TRY(ReadMeta(top, &e->meta));
-  Fields f(top, "");
-  JsonRef involved;
-  K8S_JSON_TRY(f.Object("involvedObject", &involved));
-  Fields io(involved, "involvedObject");
+  Fields io(nullptr, ""), source(nullptr, "");
+  K8S_JSON_TRY(top.Sub("involvedObject", &io));
   K8S_JSON_TRY(io.String("kind", &e->involved_kind));
   K8S_JSON_TRY(io.String("namespace", &e->involved_namespace));
   K8S_JSON_TRY(io.String("name", &e->involved_name));
   K8S_JSON_TRY(io.String("uid", &e->involved_uid));
   K8S_JSON_TRY(io.String("apiVersion", &e->involved_api_version));
   K8S_JSON_TRY(io.String("resourceVersion", &e->involved_resource_version));
-  K8S_JSON_TRY(f.String("type", &e->type));
-  K8S_JSON_TRY(f.String("reason", &e->reason));
-  K8S_JSON_TRY(f.String("message", &e->message));
-  K8S_JSON_TRY(f.Int("count", &e->count));
-  K8S_JSON_TRY(f.String("firstTimestamp", &e->first_timestamp));
-  K8S_JSON_TRY(f.String("lastTimestamp", &e->last_timestamp));
-  JsonRef source;
-  K8S_JSON_TRY(f.Object("source", &source));
-  if (!source.absent()) K8S_JSON_TRY(Fields(source, "source").String("component", &e->source_component));
-  if (e->source_component.empty()) K8S_JSON_TRY(f.String("reportingComponent", &e->source_component));
+  K8S_JSON_TRY(top.String("type", &e->type));
+  K8S_JSON_TRY(top.String("reason", &e->reason));
+  K8S_JSON_TRY(top.String("message", &e->message));
+  K8S_JSON_TRY(top.Int("count", &e->count));
+  K8S_JSON_TRY(top.String("firstTimestamp", &e->first_timestamp));
+  K8S_JSON_TRY(top.String("lastTimestamp", &e->last_timestamp));
+  K8S_JSON_TRY(top.Sub("source", &source));
+  K8S_JSON_TRY(source.String("component", &e->source_component));
+  if (e->source_component.empty()) K8S_JSON_TRY(top.String("reportingComponent", &e->source_component));
   return Status::Ok();
 }
 
-// Maps one object with read(v, &out), adding "<Kind> <ns/name>" to any error.
-template <class T, class Read>
-Result<T> FromJson(JsonRef v, const std::string& kind, Read read) {
-  Status s = TopObject(v, kind);
-  if (!s.ok()) return s;
-  T out;
-  s = read(v, &out);
-  if (!s.ok()) return s.Wrap(Describe(kind, out.meta));
-  return out;
+inline Status Read(const Fields& top, Lease* l) {
+  K8S_JSON_TRY(ReadMeta(top, &l->meta));
+  Fields spec(nullptr, "");
+  K8S_JSON_TRY(top.Sub("spec", &spec));
+  K8S_JSON_TRY(spec.String("holderIdentity", &l->holder));
+  K8S_JSON_TRY(spec.Int("leaseDurationSeconds", &l->duration_seconds));
+  K8S_JSON_TRY(spec.String("acquireTime", &l->acquire_time));
+  K8S_JSON_TRY(spec.String("renewTime", &l->renew_time));
+  return spec.Int("leaseTransitions", &l->transitions);
 }
 
 #undef K8S_JSON_TRY
 
-// The picojson value of a read JSON value (for the few places that edit and write JSON back).
-inline picojson::value ToPicojson(JsonRef v) {
-  switch (v.absent() ? JsonType::kNull : v.type()) {
-    case JsonType::kNull: return picojson::value();
-    case JsonType::kBool: return picojson::value(v.Bool());
-    case JsonType::kNumber: return picojson::value(v.Number());
-    case JsonType::kString: return picojson::value(v.String());
-    case JsonType::kArray: {
-      picojson::array a;
-      v.ForEachItem([&](size_t, JsonRef item) { a.push_back(ToPicojson(item)); });
-      return picojson::value(std::move(a));
-    }
-    case JsonType::kObject: {
-      picojson::object o;
-      v.ForEachMember([&](std::string key, JsonRef item) { o[std::move(key)] = ToPicojson(item); });
-      return picojson::value(std::move(o));
-    }
-  }
-  return picojson::value();
+inline const char* KindOf(const Claim*) { return "PersistentVolumeClaim"; }
+inline const char* KindOf(const Volume*) { return "PersistentVolume"; }
+inline const char* KindOf(const StorageClass*) { return "StorageClass"; }
+inline const char* KindOf(const Event*) { return "Event"; }
+inline const char* KindOf(const Lease*) { return "Lease"; }
+
+// Parses JSON text. Errors (kInvalid): picojson's message (with its line), or data after the
+// value (picojson stops at the end of the first value).
+inline Status Parse(const std::string& text, Value* out) {
+  std::string err;
+  auto end = picojson::parse(*out, text.begin(), text.end(), &err);
+  if (!err.empty()) return Status::Invalid("invalid JSON: " + OneLine(err));
+  if (text.find_first_not_of(" \t\r\n", static_cast<size_t>(end - text.begin())) != std::string::npos)
+    return Status::Invalid("invalid JSON: unexpected data after the value");
+  return Status::Ok();
+}
+
+inline Value Str(const std::string& s) { return Value(s); }
+inline Value Strings(const std::vector<std::string>& list) {
+  picojson::array a;
+  for (const auto& s : list) a.emplace_back(s);
+  return Value(std::move(a));
+}
+inline Value StringMapValue(const std::map<std::string, std::string>& m) {
+  Object o;
+  for (const auto& [k, v] : m) o[k] = Value(v);
+  return Value(std::move(o));
+}
+// Sets o[key] to `s` unless it is empty.
+inline void SetIfSet(Object* o, const char* key, const std::string& s) {
+  if (!s.empty()) (*o)[key] = Value(s);
+}
+
+inline Value MetaValue(const ObjectMeta& m) {
+  Object meta;
+  if (!m.annotations.empty()) meta["annotations"] = StringMapValue(m.annotations);
+  if (!m.finalizers.empty()) meta["finalizers"] = Strings(m.finalizers);
+  if (!m.labels.empty()) meta["labels"] = StringMapValue(m.labels);
+  meta["name"] = Str(m.name);
+  SetIfSet(&meta, "namespace", m.namespace_);
+  SetIfSet(&meta, "resourceVersion", m.resource_version);
+  return Value(std::move(meta));
 }
 
 }  // namespace k8s_json_detail
 
-// Parses JSON text into a picojson value, with JsonDoc::Read's checks and errors. Never
-// throws. For the cold paths that edit JSON; the hot paths read JsonDoc directly.
-inline Result<picojson::value> ParseJson(const std::string& text) {
-  JsonDoc doc;
-  if (Status s = doc.Read(text); !s.ok()) return s;
-  return k8s_json_detail::ToPicojson(doc.root());
+// An object (Claim, Volume, StorageClass, Event or Lease) from its JSON. Absent or null fields
+// stay empty; a field of the wrong JSON type, a non-object, or a different "kind" is an error
+// (kInvalid) naming the field and the object ("PersistentVolumeClaim apps/data: field
+// spec.accessModes[1]: expected a string, got number").
+template <class T>
+Result<T> FromJson(const picojson::value& v) {
+  using namespace k8s_json_detail;
+  const std::string kind = KindOf(static_cast<T*>(nullptr));
+  if (!v.is<Object>()) return Status::Invalid(kind + ": expected a JSON object, got " + TypeName(v));
+  Fields top(&v, "");
+  std::string got;
+  if (Status s = top.String("kind", &got); !s.ok()) return s.Wrap(kind);
+  if (!got.empty() && got != kind) return Status::Invalid("expected kind " + kind + ", got " + got);
+  T out;
+  if (Status s = Read(top, &out); !s.ok()) {
+    const ObjectMeta& m = out.meta;
+    return s.Wrap(m.name.empty() ? kind : kind + " " + (m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name));
+  }
+  return out;
 }
 
-// A PersistentVolumeClaim. Absent or null fields stay empty; a field of the wrong JSON type,
-// a non-object, or a different "kind" is an error (kInvalid) naming the field and the claim.
-// `keep`: which annotations and labels are kept (all by default; every one is type-checked).
-inline Result<Claim> ClaimFromJson(JsonRef v, const MetaKeep& keep = MetaKeep()) {
-  return k8s_json_detail::FromJson<Claim>(v, "PersistentVolumeClaim",
-                                          [&](JsonRef t, Claim* c) { return k8s_json_detail::ReadClaim(t, c, keep); });
-}
-
-// A PersistentVolume; errors and `keep` as for ClaimFromJson.
-inline Result<Volume> VolumeFromJson(JsonRef v, const MetaKeep& keep = MetaKeep()) {
-  return k8s_json_detail::FromJson<Volume>(v, "PersistentVolume",
-                                           [&](JsonRef t, Volume* o) { return k8s_json_detail::ReadVolume(t, o, keep); });
-}
-
-// A storage.k8s.io/v1 StorageClass; errors as for ClaimFromJson.
-inline Result<StorageClass> StorageClassFromJson(JsonRef v) {
-  return k8s_json_detail::FromJson<StorageClass>(v, "StorageClass", &k8s_json_detail::ReadStorageClass);
-}
-
-// A core/v1 Event; errors as for ClaimFromJson. Absent count reads as 0; the source
-// component falls back to reportingComponent.
-inline Result<Event> EventFromJson(JsonRef v) {
-  return k8s_json_detail::FromJson<Event>(v, "Event", &k8s_json_detail::ReadEvent);
+// The same from JSON text.
+template <class T>
+Result<T> FromJsonText(const std::string& text) {
+  picojson::value v;
+  if (Status s = k8s_json_detail::Parse(text, &v); !s.ok()) return s;
+  return FromJson<T>(v);
 }
 
 // The PV to POST to /api/v1/persistentvolumes, as JSON text: apiVersion, kind, metadata
 // (name, and annotations, labels, finalizers when present), spec (capacity.storage,
 // accessModes, volumeMode and storageClassName and mountOptions when set,
 // persistentVolumeReclaimPolicy, claimRef when has_claim_ref, hostPath when host_path is set).
-// Status is the server's. Members in name order (JsonObjectWriter).
+// Status is the server's.
 inline std::string VolumeToJson(const Volume& v) {
-  std::string out;
-  out.reserve(1024);  // one allocation
-  JsonObjectWriter pv(&out);
-  pv.String("apiVersion", "v1");
-  pv.String("kind", "PersistentVolume");
-  JsonObjectWriter meta = pv.Object("metadata");
-  if (!v.meta.annotations.empty()) meta.StringMap("annotations", v.meta.annotations);
-  if (!v.meta.finalizers.empty()) meta.Strings("finalizers", v.meta.finalizers);
-  if (!v.meta.labels.empty()) meta.StringMap("labels", v.meta.labels);
-  meta.String("name", v.meta.name);
-  meta.End();
-
-  JsonObjectWriter spec = pv.Object("spec");
-  spec.Strings("accessModes", v.access_modes);
-  JsonObjectWriter capacity = spec.Object("capacity");
-  capacity.String("storage", v.capacity);
-  capacity.End();
+  using namespace k8s_json_detail;
+  Object spec;
+  spec["accessModes"] = Strings(v.access_modes);
+  spec["capacity"] = Value(Object{{"storage", Str(v.capacity)}});
   if (v.has_claim_ref) {
-    JsonObjectWriter ref = spec.Object("claimRef");
-    ref.String("apiVersion", "v1");
-    ref.String("kind", "PersistentVolumeClaim");
-    ref.String("name", v.claim_ref.name);
-    ref.String("namespace", v.claim_ref.namespace_);
-    ref.StringIfSet("uid", v.claim_ref.uid);
-    ref.End();
+    Object ref{{"apiVersion", Str("v1")}, {"kind", Str("PersistentVolumeClaim")}, {"name", Str(v.claim_ref.name)},
+               {"namespace", Str(v.claim_ref.namespace_)}};
+    SetIfSet(&ref, "uid", v.claim_ref.uid);
+    spec["claimRef"] = Value(std::move(ref));
   }
   if (!v.host_path.empty()) {
-    JsonObjectWriter host_path = spec.Object("hostPath");
-    host_path.String("path", v.host_path);
-    host_path.StringIfSet("type", v.host_path_type);
-    host_path.End();
+    Object host{{"path", Str(v.host_path)}};
+    SetIfSet(&host, "type", v.host_path_type);
+    spec["hostPath"] = Value(std::move(host));
   }
-  if (!v.mount_options.empty()) spec.Strings("mountOptions", v.mount_options);
-  spec.StringIfSet("persistentVolumeReclaimPolicy", v.reclaim_policy);
-  spec.StringIfSet("storageClassName", v.storage_class_name);
-  spec.StringIfSet("volumeMode", v.volume_mode);
-  spec.End();
-  pv.End();
-  return out;
+  if (!v.mount_options.empty()) spec["mountOptions"] = Strings(v.mount_options);
+  SetIfSet(&spec, "persistentVolumeReclaimPolicy", v.reclaim_policy);
+  SetIfSet(&spec, "storageClassName", v.storage_class_name);
+  SetIfSet(&spec, "volumeMode", v.volume_mode);
+  Object pv{{"apiVersion", Str("v1")}, {"kind", Str("PersistentVolume")}, {"metadata", MetaValue(v.meta)},
+            {"spec", Value(std::move(spec))}};
+  return Value(std::move(pv)).serialize();
 }
 
 // The core/v1 Event to POST to /api/v1/namespaces/<ns>/events, as JSON text. Empty strings
 // are left out (e.g. involvedObject.namespace of a cluster-scoped object, unset timestamps);
-// reportingComponent repeats source.component. Members in name order (JsonObjectWriter).
+// reportingComponent repeats source.component.
 inline std::string EventToJson(const Event& e) {
-  std::string out;
-  out.reserve(1024);
-  JsonObjectWriter ev(&out);
-  ev.String("apiVersion", "v1");
-  ev.Integer("count", e.count);
-  ev.StringIfSet("firstTimestamp", e.first_timestamp);
-  JsonObjectWriter involved = ev.Object("involvedObject");
-  involved.StringIfSet("apiVersion", e.involved_api_version);
-  involved.StringIfSet("kind", e.involved_kind);
-  involved.StringIfSet("name", e.involved_name);
-  involved.StringIfSet("namespace", e.involved_namespace);
-  involved.StringIfSet("resourceVersion", e.involved_resource_version);
-  involved.StringIfSet("uid", e.involved_uid);
-  involved.End();
-  ev.String("kind", "Event");
-  ev.StringIfSet("lastTimestamp", e.last_timestamp);
-  ev.StringIfSet("message", e.message);
-  JsonObjectWriter meta = ev.Object("metadata");
-  meta.String("name", e.meta.name);
-  meta.StringIfSet("namespace", e.meta.namespace_);
-  meta.End();
-  ev.StringIfSet("reason", e.reason);
+  using namespace k8s_json_detail;
+  Object involved;
+  SetIfSet(&involved, "apiVersion", e.involved_api_version);
+  SetIfSet(&involved, "kind", e.involved_kind);
+  SetIfSet(&involved, "name", e.involved_name);
+  SetIfSet(&involved, "namespace", e.involved_namespace);
+  SetIfSet(&involved, "resourceVersion", e.involved_resource_version);
+  SetIfSet(&involved, "uid", e.involved_uid);
+  Object ev{{"apiVersion", Str("v1")}, {"kind", Str("Event")}, {"count", Value(static_cast<double>(e.count))},
+            {"involvedObject", Value(std::move(involved))}, {"metadata", MetaValue(e.meta)}};
+  SetIfSet(&ev, "firstTimestamp", e.first_timestamp);
+  SetIfSet(&ev, "lastTimestamp", e.last_timestamp);
+  SetIfSet(&ev, "message", e.message);
+  SetIfSet(&ev, "reason", e.reason);
+  SetIfSet(&ev, "type", e.type);
   if (!e.source_component.empty()) {
-    ev.String("reportingComponent", e.source_component);
-    JsonObjectWriter source = ev.Object("source");
-    source.String("component", e.source_component);
-    source.End();
+    ev["reportingComponent"] = Str(e.source_component);
+    ev["source"] = Value(Object{{"component", Str(e.source_component)}});
   }
-  ev.StringIfSet("type", e.type);
-  ev.End();
-  return out;
+  return Value(std::move(ev)).serialize();
+}
+
+// The merge patch that bumps a repeated event: count, lastTimestamp and message.
+inline std::string EventBumpJson(const Event& e) {
+  using namespace k8s_json_detail;
+  return Value(Object{{"count", Value(static_cast<double>(e.count))}, {"lastTimestamp", Str(e.last_timestamp)},
+                      {"message", Str(e.message)}})
+      .serialize();
+}
+
+// The merge patch that sets a PV's finalizers, guarded by its resourceVersion (a merge patch
+// carrying resourceVersion is checked like an update: 409 if stale).
+inline std::string FinalizersPatchJson(const std::string& resource_version, const std::vector<std::string>& finalizers) {
+  using namespace k8s_json_detail;
+  return Value(Object{{"metadata", Value(Object{{"finalizers", Strings(finalizers)},
+                                                {"resourceVersion", Str(resource_version)}})}})
+      .serialize();
+}
+
+// The DeleteOptions that delete an object only if its uid is still `uid`.
+inline std::string DeleteIfUidJson(const std::string& uid) {
+  using namespace k8s_json_detail;
+  return Value(Object{{"apiVersion", Str("v1")}, {"kind", Str("DeleteOptions")},
+                      {"preconditions", Value(Object{{"uid", Str(uid)}})}})
+      .serialize();
+}
+
+// A coordination.k8s.io/v1 Lease as JSON text (metadata.resourceVersion when set, so that an
+// update is refused if the lease changed meanwhile).
+inline std::string LeaseToJson(const Lease& l) {
+  using namespace k8s_json_detail;
+  Object spec{{"holderIdentity", Str(l.holder)}, {"leaseDurationSeconds", Value(static_cast<double>(l.duration_seconds))},
+              {"leaseTransitions", Value(static_cast<double>(l.transitions))}};
+  SetIfSet(&spec, "acquireTime", l.acquire_time);
+  SetIfSet(&spec, "renewTime", l.renew_time);
+  return Value(Object{{"apiVersion", Str("coordination.k8s.io/v1")}, {"kind", Str("Lease")},
+                      {"metadata", MetaValue(l.meta)}, {"spec", Value(std::move(spec))}})
+      .serialize();
 }
 
 // One line for logs and events from an error answer. A metav1.Status body gives
@@ -465,9 +448,9 @@ inline std::string EventToJson(const Event& e) {
 inline std::string StatusMessage(int http_code, const std::string& body) {
   using namespace k8s_json_detail;
   const std::string code = std::to_string(http_code);
-  JsonDoc doc;
-  if (doc.Read(body).ok() && doc.root().is(JsonType::kObject)) {
-    Fields f(doc.root(), "");
+  Value v;
+  if (Parse(body, &v).ok() && v.is<Object>()) {
+    Fields f(&v, "");
     std::string kind, message, reason;
     if (f.String("kind", &kind).ok() && f.String("message", &message).ok() && f.String("reason", &reason).ok() &&
         (!message.empty() || (kind == "Status" && !reason.empty()))) {
@@ -521,25 +504,45 @@ class WatchLineSplitter {
   Status failed_;
 };
 
-// One watch event: type ADDED | MODIFIED | DELETED | BOOKMARK | ERROR, and its object (for
-// ERROR, a metav1.Status), which points into the JsonDoc the event was read with.
+// One watch event, read.
+template <class T>
 struct WatchEvent {
-  std::string type;
-  JsonRef object;
+  std::string type;              // ADDED | MODIFIED | DELETED | BOOKMARK | ERROR
+  Result<T> object = T();        // ADDED, MODIFIED, DELETED: the object, or why it is unreadable
+  std::string resource_version;  // BOOKMARK: where the watch stands
+  int code = 0;                  // ERROR: the Status's HTTP code (410: too old, relist)
+  std::string message;           // ERROR: as StatusMessage gives it
 };
 
-// Parses one watch line into *doc (which must outlive the event, as must the line). Errors
-// (kInvalid): bad JSON, no string "type", no object "object".
-inline Result<WatchEvent> ParseWatchEvent(const std::string& line, JsonDoc* doc) {
-  if (Status s = doc->Read(line); !s.ok()) return s.Wrap("watch event");
-  if (!doc->root().is(JsonType::kObject)) return Status::Invalid("watch event: expected a JSON object");
-  WatchEvent ev;
-  Status s = k8s_json_detail::Fields(doc->root(), "").String("type", &ev.type);
-  if (!s.ok()) return s.Wrap("watch event");
+// Parses one watch line. Errors (kInvalid): bad JSON, no string "type", no object "object".
+// An object that cannot be read is not an error of the line: it is in `object`.
+template <class T>
+Result<WatchEvent<T>> ParseWatchEvent(const std::string& line) {
+  using namespace k8s_json_detail;
+  Value v;
+  if (Status s = Parse(line, &v); !s.ok()) return s.Wrap("watch event");
+  if (!v.is<Object>()) return Status::Invalid("watch event: expected a JSON object");
+  WatchEvent<T> ev;
+  Fields top(&v, "");
+  if (Status s = top.String("type", &ev.type); !s.ok()) return s.Wrap("watch event");
   if (ev.type.empty()) return Status::Invalid("watch event: no type");
-  ev.object = doc->root().Get("object");
-  if (!ev.object.is(JsonType::kObject))
+  const Value* object = top.Find("object");
+  if (object == nullptr || !object->is<Object>())
     return Status::Invalid("watch event " + ev.type + ": expected an object in field object");
+  if (ev.type == "ERROR") {
+    Fields status(object, "object");
+    const Value* code = status.Find("code");
+    const double c = code != nullptr && code->is<double>() ? code->get<double>() : 0;
+    ev.code = c >= 100 && c <= 599 ? static_cast<int>(c) : 0;
+    ev.message = StatusMessage(ev.code, object->serialize());
+  } else if (ev.type == "BOOKMARK") {
+    Fields meta(nullptr, "");
+    Status s = Fields(object, "object").Sub("metadata", &meta);
+    if (s.ok()) s = meta.String("resourceVersion", &ev.resource_version);
+    if (!s.ok()) return s.Wrap("watch event BOOKMARK");
+  } else {
+    ev.object = FromJson<T>(*object);
+  }
   return ev;
 }
 
@@ -551,35 +554,27 @@ struct ListPage {
   size_t items = 0;
 };
 
-// Reads a list answer, then calls on_item with each element of items, in order (each points
-// into `text`, and is good only during the call). Errors (kInvalid): bad JSON (as JsonDoc),
-// not an object, wrong field types, items not an array or given twice; no item is handed over
-// then. Absent or null items is an empty list.
-inline Result<ListPage> ParseList(const std::string& text, const std::function<void(JsonRef)>& on_item) {
+// Reads a list answer, then hands each element of items to on_item, in order, as FromJson<T>
+// reads it. Errors (kInvalid): bad JSON, not an object, wrong field types, items not an array;
+// no item is handed over then. Absent or null items is an empty list.
+template <class T>
+Result<ListPage> ParseList(const std::string& text, const std::function<void(Result<T>)>& on_item) {
   using namespace k8s_json_detail;
-  JsonDoc doc;
-  if (Status s = doc.Read(text); !s.ok()) return s.Wrap("list");
-  const JsonRef top = doc.root();
-  if (!top.is(JsonType::kObject)) return Status::Invalid(std::string("list: expected a JSON object, got ") + JsonTypeName(top.type()));
-  int seen = 0;
-  JsonRef items;
-  top.ForEachMember([&](const std::string& key, JsonRef value) {
-    if (key != "items") return;
-    ++seen;
-    items = value;
-  });
-  if (seen > 1) return Status::Invalid("list: field items appears twice");
-  if (!items.unset() && !items.is(JsonType::kArray))
-    return Status::Invalid(std::string("list: field items: expected an array, got ") + JsonTypeName(items.type()));
+  Value v;
+  if (Status s = Parse(text, &v); !s.ok()) return s.Wrap("list");
+  if (!v.is<Object>()) return Status::Invalid(std::string("list: expected a JSON object, got ") + TypeName(v));
+  Fields top(&v, ""), meta(nullptr, "");
   ListPage page;
-  JsonRef meta;
-  Status s = Fields(top, "").Object("metadata", &meta);
-  if (s.ok()) s = Fields(meta, "metadata").String("resourceVersion", &page.resource_version);
-  if (s.ok()) s = Fields(meta, "metadata").String("continue", &page.continue_token);
+  Status s = top.Sub("metadata", &meta);
+  if (s.ok()) s = meta.String("resourceVersion", &page.resource_version);
+  if (s.ok()) s = meta.String("continue", &page.continue_token);
+  const Value* items = top.Find("items");
+  if (s.ok() && items != nullptr && !items->is<picojson::array>()) s = WrongType("", "items", "an array", *items);
   if (!s.ok()) return s.Wrap("list");
-  items.ForEachItem([&](size_t, JsonRef item) {
+  if (items == nullptr) return page;
+  for (const Value& item : items->get<picojson::array>()) {
     ++page.items;
-    on_item(item);
-  });
+    on_item(FromJson<T>(item));
+  }
   return page;
 }

@@ -13,7 +13,6 @@
 #include <string>
 #include <thread>
 
-#include "json_write.hpp"
 #include "k8s.hpp"
 #include "log.hpp"
 
@@ -27,7 +26,7 @@ class LeaderElector {
  public:
   LeaderElector(std::shared_ptr<const ApiEndpoint> ep, std::string ns, std::string name, std::string identity,
                 LeaseTimings t = {})
-      : conn_(std::move(ep)), ns_(std::move(ns)), name_(std::move(name)), identity_(std::move(identity)), t_(t) {}
+      : conn_(std::move(ep)), api_(&conn_), ns_(std::move(ns)), name_(std::move(name)), identity_(std::move(identity)), t_(t) {}
   ~LeaderElector() { StopRenewing(); }
 
   Status Init() { return conn_.Init(); }
@@ -87,19 +86,16 @@ class LeaderElector {
   // Gives the lease up (empty holder), so a successor need not wait a lease duration.
   void Release() {
     StopRenewing();
-    if (record_.is<picojson::object>() && holder_ == identity_) {
-      picojson::value lease = record_;
-      picojson::object& spec = lease.get<picojson::object>()["spec"].get<picojson::object>();
-      spec["holderIdentity"] = picojson::value(std::string());
-      spec["leaseDurationSeconds"] = picojson::value(1.0);
-      spec["renewTime"] = picojson::value(MicroTime());
-      auto r = conn_.Request("PUT", api::Leases(ns_) + "/" + name_, ToJson(lease));
-      Status s = Check(r, "release lease " + ns_ + "/" + name_);
-      if (s.ok()) {
-        LogInfo("released lease " + ns_ + "/" + name_);
-      } else {
-        LogWarn(s.message());
-      }
+    if (record_.holder != identity_) return;
+    Lease lease = record_;
+    lease.holder.clear();
+    lease.duration_seconds = 1;
+    lease.renew_time = MicroTime();
+    Result<Lease> r = api_.UpdateLease(lease);
+    if (r.ok()) {
+      LogInfo("released lease " + ns_ + "/" + name_);
+    } else {
+      LogWarn(r.status().message());
     }
   }
 
@@ -107,81 +103,56 @@ class LeaderElector {
   // RFC 3339 with microseconds, as metav1.MicroTime.
   static std::string MicroTime() { return logging::UtcNow(6); }
 
-  picojson::value NewLease(const std::string& now, double transitions) const {
-    picojson::object meta, spec, lease;
-    meta["name"] = picojson::value(name_);
-    meta["namespace"] = picojson::value(ns_);
-    spec["holderIdentity"] = picojson::value(identity_);
-    spec["leaseDurationSeconds"] = picojson::value(static_cast<double>(t_.lease_duration.count()));
-    spec["acquireTime"] = picojson::value(now);
-    spec["renewTime"] = picojson::value(now);
-    spec["leaseTransitions"] = picojson::value(transitions);
-    lease["apiVersion"] = picojson::value(std::string("coordination.k8s.io/v1"));
-    lease["kind"] = picojson::value(std::string("Lease"));
-    lease["metadata"] = picojson::value(meta);
-    lease["spec"] = picojson::value(spec);
-    return picojson::value(lease);
-  }
-
   // One round: create the lease, renew ours, or take over an expired or released one.
   // Errors: kConflict "held by X" when someone else holds it, or the API's error.
   Status TryAcquireOrRenew() {
-    std::string path = api::Leases(ns_) + "/" + name_;
-    std::string now = MicroTime();
-    auto got = conn_.Request("GET", path);
-    if (got.ok() && got->status == 404) {
-      auto r = conn_.Request("POST", api::Leases(ns_), ToJson(NewLease(now, 0)));
-      if (Status s = Check(r, "create lease " + ns_ + "/" + name_); !s.ok()) return s;
-      return Remember(r->body);
+    const std::string now = MicroTime();
+    Result<Lease> got = api_.GetLease(ns_, name_);
+    if (got.status().code() == Status::kNotFound) {
+      Lease lease;
+      lease.meta.name = name_;
+      lease.meta.namespace_ = ns_;
+      lease.holder = identity_;
+      lease.duration_seconds = static_cast<int>(t_.lease_duration.count());
+      lease.acquire_time = lease.renew_time = now;
+      return Remember(api_.CreateLease(lease));
     }
-    if (Status s = Check(got, "get lease " + ns_ + "/" + name_); !s.ok()) return s;
-    Result<picojson::value> json = ParseJson(got->body);
-    if (!json.ok() || !json->get("spec").is<picojson::object>()) return Status::Error("lease " + name_ + " is not readable");
-    const picojson::value& spec = json->get("spec");
-    std::string holder = spec.get("holderIdentity").is<std::string>() ? spec.get("holderIdentity").get<std::string>() : "";
-    std::string renew = spec.get("renewTime").is<std::string>() ? spec.get("renewTime").get<std::string>() : "";
-    double duration = spec.get("leaseDurationSeconds").is<double>() ? spec.get("leaseDurationSeconds").get<double>() : 0;
-    double transitions = spec.get("leaseTransitions").is<double>() ? spec.get("leaseTransitions").get<double>() : 0;
+    if (!got.ok()) return got.status();
     // Local observation: the record counts as expired only after it stayed the same for a
     // whole lease duration on our clock.
-    std::string observed = holder + "|" + renew;
-    auto local_now = std::chrono::steady_clock::now();
+    const std::string observed = got->holder + "|" + got->renew_time;
+    const auto local_now = std::chrono::steady_clock::now();
     if (observed != observed_record_) {
       observed_record_ = observed;
       observed_at_ = local_now;
     }
-    bool expired = local_now - observed_at_ > std::chrono::duration<double>(duration);
-    if (!holder.empty() && holder != identity_ && !expired) return Status(Status::kConflict, "held by " + holder);
-    picojson::value lease = *json;
-    picojson::object& s = lease.get<picojson::object>()["spec"].get<picojson::object>();
-    s["holderIdentity"] = picojson::value(identity_);
-    s["leaseDurationSeconds"] = picojson::value(static_cast<double>(t_.lease_duration.count()));
-    s["renewTime"] = picojson::value(now);
-    if (holder != identity_) {
-      s["acquireTime"] = picojson::value(now);
-      s["leaseTransitions"] = picojson::value(transitions + 1);
+    const bool expired = local_now - observed_at_ > std::chrono::seconds(got->duration_seconds);
+    if (!got->holder.empty() && got->holder != identity_ && !expired) return Status(Status::kConflict, "held by " + got->holder);
+    Lease lease = *got;
+    if (lease.holder != identity_) {
+      lease.acquire_time = now;
+      lease.transitions++;
     }
-    auto r = conn_.Request("PUT", path, ToJson(lease));
-    if (Status st = Check(r, "update lease " + ns_ + "/" + name_); !st.ok()) return st;
-    return Remember(r->body);
+    lease.holder = identity_;
+    lease.duration_seconds = static_cast<int>(t_.lease_duration.count());
+    lease.renew_time = now;
+    return Remember(api_.UpdateLease(lease));
   }
 
-  Status Remember(const std::string& body) {
-    Result<picojson::value> json = ParseJson(body);
-    if (!json.ok()) return json.status();
-    record_ = *json;
-    holder_ = identity_;
-    const picojson::value& spec = record_.get("spec");
-    observed_record_ = identity_ + "|" + (spec.get("renewTime").is<std::string>() ? spec.get("renewTime").get<std::string>() : "");
+  // Keeps the lease as stored after our create or update.
+  Status Remember(const Result<Lease>& stored) {
+    if (!stored.ok()) return stored.status();
+    record_ = *stored;
+    observed_record_ = record_.holder + "|" + record_.renew_time;
     observed_at_ = std::chrono::steady_clock::now();
     return Status::Ok();
   }
 
   ApiConnection conn_;
+  KubeApi api_;
   std::string ns_, name_, identity_;
   LeaseTimings t_;
-  picojson::value record_;
-  std::string holder_;
+  Lease record_;  // as we last wrote it
   std::string observed_record_;
   std::chrono::steady_clock::time_point observed_at_{};
   std::thread renewer_;

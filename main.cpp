@@ -23,6 +23,7 @@
 #include "kubeconfig.hpp"
 #include "leader.hpp"
 #include "log.hpp"
+#include "metrics.hpp"
 
 #ifndef HP_VERSION
 #define HP_VERSION "unknown"
@@ -64,6 +65,35 @@ std::string Identity() {
   return host + std::string(suffix);
 }
 
+// What /healthz, /readyz and /metrics report.
+class Probes : public ProbeSource {
+ public:
+  Probes(Controller* controller, const Root* root) : controller_(controller), root_(root) {}
+
+  // The API requests the connections make, for the metrics; installed on the endpoint.
+  RequestObserver Observer() {
+    return [this](const std::string& verb, const std::string& resource, int code) { requests_.Count(verb, resource, code); };
+  }
+  // A standby replica (waiting for the lease) reports ready: it is healthy, just not leading.
+  void SetStandby(bool standby) { standby_ = standby; }
+
+  Status Live() override {
+    if (controller_->WorkerStuck(std::chrono::minutes(10))) return Status::Error("worker stuck on one key for over 10 minutes");
+    return Status::Ok();
+  }
+  Status Ready() override {
+    if (standby_) return Status(Status::kOk, "ok (standby: another instance holds the lease)");
+    return controller_->Synced() ? Status::Ok() : Status::Error("initial lists not done");
+  }
+  std::string Metrics() override { return MetricsText(*controller_, requests_, *root_); }
+
+ private:
+  Controller* controller_;
+  const Root* root_;
+  RequestCounter requests_;
+  std::atomic<bool> standby_{false};
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,7 +130,9 @@ int main(int argc, char** argv) {
                        " (create the folder, or mount the host folder there)");
 
   Controller controller(cfg, *endpoint, &*root);
-  HttpEndpoint http(cfg.metrics_address, &controller, &*root, *endpoint);
+  Probes probes(&controller, &*root);
+  (*endpoint)->observer = probes.Observer();
+  HttpEndpoint http(cfg.metrics_address, &probes);
   std::string lease_ns = cfg.leader_elect_namespace.empty() ? creds->namespace_ : cfg.leader_elect_namespace;
   LeaseTimings timings;
   timings.lease_duration = std::chrono::seconds(cfg.lease_seconds);
@@ -109,7 +141,7 @@ int main(int argc, char** argv) {
   LeaderElector elector(*endpoint, lease_ns, LeaseNameFor(cfg.provisioner_name), Identity(), timings);
   if (cfg.leader_elect) {
     if (Status s = elector.Init(); !s.ok()) return Fail(1, s.message());
-    http.SetStandby(true);
+    probes.SetStandby(true);
   }
   if (Status s = http.Start(); !s.ok()) return Fail(1, s.message());
   LogInfo(std::string("hostpath-provisioner ") + HP_VERSION + " starting: provisioner " + cfg.provisioner_name +
@@ -128,7 +160,7 @@ int main(int argc, char** argv) {
         LogError("lost the lease: exiting so that only one instance provisions (it will be restarted)");
         std::_Exit(1);
       });
-      http.SetStandby(false);
+      probes.SetStandby(false);
     }
     if (Status s = controller.Start(); !s.ok()) {
       LogError(s.message());

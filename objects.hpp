@@ -77,6 +77,16 @@ struct Event {
   std::string source_component;
 };
 
+// A coordination.k8s.io/v1 Lease, for leader election.
+struct Lease {
+  ObjectMeta meta;
+  std::string holder;        // spec.holderIdentity; "" when released
+  int duration_seconds = 0;  // spec.leaseDurationSeconds
+  std::string acquire_time;  // spec.acquireTime (metav1.MicroTime)
+  std::string renew_time;    // spec.renewTime (metav1.MicroTime)
+  int transitions = 0;       // spec.leaseTransitions
+};
+
 // Annotation and finalizer names the provisioner and the PV controller share.
 namespace ann {
 inline constexpr const char* kStorageProvisioner = "volume.kubernetes.io/storage-provisioner";

@@ -19,6 +19,18 @@
 #include <unordered_set>
 #include <vector>
 
+// The delay after `failures` failures in a row: base * 2^failures, capped at `cap`, then
+// +-20 % jitter so that many keys (or watches) failing together do not retry together.
+template <class Rng>
+std::chrono::milliseconds BackoffDelay(std::chrono::milliseconds base, std::chrono::milliseconds cap, int failures,
+                                       Rng& rng) {
+  double ms = static_cast<double>(base.count());
+  for (int i = 0; i < failures && ms < cap.count(); ++i) ms *= 2;
+  if (ms > cap.count()) ms = static_cast<double>(cap.count());
+  std::uniform_real_distribution<double> jitter(0.8, 1.2);
+  return std::chrono::milliseconds(static_cast<long>(ms * jitter(rng)));
+}
+
 class WorkQueue {
  public:
   using Clock = std::chrono::steady_clock;
@@ -30,17 +42,18 @@ class WorkQueue {
   // Makes `key` due now (unless it is already waiting to run now) — or, while a server's
   // Retry-After given to AddRateLimited holds for it, when that ends.
   void Add(const std::string& key) {
+    Clock::time_point hold;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto hold = not_before_.find(key);
-      if (hold == not_before_.end() || hold->second <= Clock::now()) {
+      auto it = not_before_.find(key);
+      if (it == not_before_.end() || it->second <= Clock::now()) {
         AddLocked(key);
         cv_.notify_one();
         return;
       }
+      hold = it->second;
     }
-    AddAfter(key, std::chrono::duration_cast<std::chrono::milliseconds>(not_before_[key] - Clock::now()) +
-                      std::chrono::milliseconds(1));
+    AddAfter(key, std::chrono::duration_cast<std::chrono::milliseconds>(hold - Clock::now()) + std::chrono::milliseconds(1));
   }
 
   // Makes `key` due after `delay` (an earlier pending time wins).
@@ -65,12 +78,7 @@ class WorkQueue {
     std::chrono::milliseconds delay;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      int n = failures_[key]++;
-      double ms = static_cast<double>(base_.count());
-      for (int i = 0; i < n && ms < cap_.count(); ++i) ms *= 2;
-      if (ms > cap_.count()) ms = static_cast<double>(cap_.count());
-      std::uniform_real_distribution<double> jitter(0.8, 1.2);
-      delay = std::chrono::milliseconds(static_cast<long>(ms * jitter(rng_)));
+      delay = BackoffDelay(base_, cap_, failures_[key]++, rng_);
       if (delay < at_least) delay = at_least;
       if (at_least.count() > 0) {
         not_before_[key] = Clock::now() + at_least;
@@ -101,27 +109,15 @@ class WorkQueue {
   // Blocks until a key is due, and returns it; returns false once ShutDown() was called.
   // The caller must call Done(key) when it has finished with the key.
   bool Get(std::string* key) {
-    std::vector<std::string> keys;
-    if (!GetSome(1, &keys)) return false;
-    *key = std::move(keys[0]);
-    return true;
-  }
-
-  // As Get, but takes every key due now, up to `max` (at least one), in order. Done for each.
-  bool GetSome(size_t max, std::vector<std::string>* keys) {
-    keys->clear();
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       if (shutdown_) return false;
       PromoteDueLocked();
       if (!ready_.empty()) {
-        while (!ready_.empty() && keys->size() < std::max<size_t>(1, max)) {
-          std::string key = std::move(ready_.front());
-          ready_.pop_front();
-          dirty_.erase(key);
-          processing_.insert(key);
-          keys->push_back(std::move(key));
-        }
+        *key = std::move(ready_.front());
+        ready_.pop_front();
+        dirty_.erase(*key);
+        processing_.insert(*key);
         return true;
       }
       if (delayed_.empty()) {

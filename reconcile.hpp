@@ -1,7 +1,6 @@
 // The provisioner's decisions, pure: (config, claim or volume, class, cache facts) -> action.
 // No I/O, no clock, no globals. The PV the program creates is built here, and tests build the
-// expected PV with the same function. Also how claims and volumes are cached (SlimForCache and
-// the decoders the informers use).
+// expected PV with the same function. Also what of claims and volumes is cached (SlimForCache).
 #pragma once
 #include <algorithm>
 #include <map>
@@ -10,9 +9,9 @@
 #include <vector>
 
 #include "config.hpp"
-#include "k8s_json.hpp"
 #include "objects.hpp"
 #include "quantity.hpp"
+#include "status.hpp"
 
 // Event reasons, as `kubectl describe` shows them.
 namespace reason {
@@ -276,17 +275,6 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
 // Cached objects keep only what the decisions above read (as client-go's informer transforms
 // do): with thousands of claims and volumes this is most of the provisioner's memory.
 // A bound claim is never acted on; a volume that is not ours is never acted on.
-// The annotations a cached claim or volume keeps (the informers read no others: MetaKeep).
-inline const std::vector<std::string_view>& CachedAnnotations(const Claim*) {
-  static const std::vector<std::string_view> keep = {ann::kStorageProvisioner, ann::kBetaStorageProvisioner,
-                                                     ann::kSelectedNode};
-  return keep;
-}
-inline const std::vector<std::string_view>& CachedAnnotations(const Volume*) {
-  static const std::vector<std::string_view> keep = {ann::kProvisionedBy};
-  return keep;
-}
-
 namespace reconcile_detail {
 // Drops the annotations not in `keep`, in place.
 inline void KeepOnly(std::map<std::string, std::string>* m, const std::vector<std::string_view>& keep) {
@@ -296,7 +284,7 @@ inline void KeepOnly(std::map<std::string, std::string>* m, const std::vector<st
 }  // namespace reconcile_detail
 
 inline void SlimForCache(Claim* c) {
-  reconcile_detail::KeepOnly(&c->meta.annotations, CachedAnnotations(c));
+  reconcile_detail::KeepOnly(&c->meta.annotations, {ann::kStorageProvisioner, ann::kBetaStorageProvisioner, ann::kSelectedNode});
   c->meta.labels.clear();
   c->meta.finalizers.clear();
   if (!c->volume_name.empty()) {
@@ -308,7 +296,7 @@ inline void SlimForCache(Claim* c) {
 }
 
 inline void SlimForCache(Volume* v) {
-  reconcile_detail::KeepOnly(&v->meta.annotations, CachedAnnotations(v));
+  reconcile_detail::KeepOnly(&v->meta.annotations, {ann::kProvisionedBy});
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();
@@ -324,24 +312,3 @@ inline void SlimForCache(Volume* v) {
     v->meta.finalizers.clear();
   }
 }
-
-inline void SlimForCache(StorageClass*) {}
-
-// Claims and volumes as the informers cache them: the annotations decisions read, no labels
-// (neither read into maps first: MetaKeep), then SlimForCache.
-namespace reconcile_detail {
-template <class T>
-Result<T> CachedFromJson(JsonRef v, Result<T> (*from)(JsonRef, const MetaKeep&)) {
-  static const MetaKeep keep{false, CachedAnnotations(static_cast<const T*>(nullptr))};
-  Result<T> o = from(v, keep);
-  if (o.ok()) SlimForCache(&*o);
-  return o;
-}
-}  // namespace reconcile_detail
-inline Result<Claim> CachedClaimFromJson(JsonRef v) {
-  return reconcile_detail::CachedFromJson<Claim>(v, &ClaimFromJson);
-}
-inline Result<Volume> CachedVolumeFromJson(JsonRef v) {
-  return reconcile_detail::CachedFromJson<Volume>(v, &VolumeFromJson);
-}
-

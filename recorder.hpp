@@ -2,21 +2,17 @@
 // type, reason and message) bumps the existing event's count and lastTimestamp instead of
 // adding a new one, as Kubernetes' own event recorder does. Events are best effort: a failure
 // to record one is logged, never fatal. Like client-go's broadcaster, events are sent by a
-// thread of their own over their own connection, so the worker never waits for them; at most
-// kQueued wait (the oldest are dropped past that, with a log line). Those that queued while
-// the thread was sending go out together, pipelined in one write.
+// thread of their own over their own connection, so the workers never wait for them; at most
+// kQueued wait (the oldest are dropped past that, with a log line).
 #pragma once
 #include <chrono>
 #include <condition_variable>
-#include <algorithm>
-#include <mutex>
-#include <thread>
 #include <cstdio>
-#include <ctime>
 #include <deque>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
-#include <vector>
 
 #include "k8s.hpp"
 #include "log.hpp"
@@ -79,9 +75,6 @@ class EventRecorder {
     cv_.notify_one();
   }
 
-  // Takes what has queued (up to kPerWrite) and sends it together: during a burst the thread
-  // finds many events waiting each time it comes back, and one pipelined write for all of
-  // them costs the API server and this process one wake-up instead of one per event.
   void Run() {
     std::unique_lock<std::mutex> lock(mu_);
     auto deadline = std::chrono::steady_clock::time_point::max();
@@ -90,77 +83,39 @@ class EventRecorder {
       if (stop_ && deadline == std::chrono::steady_clock::time_point::max())
         deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
       if (queue_.empty() || std::chrono::steady_clock::now() > deadline) return;
-      std::vector<Pending> group;
-      std::vector<std::string> keys;
-      while (!queue_.empty() && group.size() < kPerWrite) {
-        std::string key = KeyOf(queue_.front());
-        // A repeat waits for the next group, so that it bumps the event this one makes.
-        if (std::find(keys.begin(), keys.end(), key) != keys.end()) break;
-        keys.push_back(std::move(key));
-        group.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+      Pending p = std::move(queue_.front());
+      queue_.pop_front();
       lock.unlock();
-      Record(group, keys);
+      Record(p);
       lock.lock();
     }
   }
 
- private:
   static constexpr size_t kRemembered = 4096;  // events whose count we can still bump
-  static constexpr size_t kPerWrite = 16;      // events sent together at most
 
   // What makes two events the same one (its count is bumped instead of a new one made).
   static std::string KeyOf(const Pending& p) {
     return p.obj.uid + "\n" + p.type + "\n" + p.reason + "\n" + p.message;
   }
 
-  // Bumps the events seen before and creates the others; an event seen before that has
+  // Bumps the event if it was seen before, else creates it; an event seen before that has
   // expired meanwhile (events live an hour) is made anew.
-  void Record(const std::vector<Pending>& group, const std::vector<std::string>& keys) {
-    std::string now = logging::UtcNow(0);
-    std::vector<Event> events(group.size());
-    std::vector<size_t> fresh;  // indexes into group to create
-    std::vector<size_t> bumps;
-    for (size_t i = 0; i < group.size(); ++i) {
-      auto it = seen_.find(keys[i]);
-      if (it == seen_.end()) {
-        fresh.push_back(i);
-        continue;
-      }
-      events[i] = it->second;
-      events[i].count++;
-      events[i].last_timestamp = now;
-      bumps.push_back(i);
+  void Record(const Pending& p) {
+    const std::string key = KeyOf(p), now = logging::UtcNow(0);
+    Status s = Status::NotFound("");
+    if (auto it = seen_.find(key); it != seen_.end()) {
+      Event e = it->second;
+      e.count++;
+      e.last_timestamp = now;
+      s = api_.BumpEvent(e);
+      if (s.ok()) return Remember(key, e);
     }
-    std::vector<size_t> expired;
-    Write(group, keys, &events, bumps, true, &expired);
-    for (size_t i : expired) {
-      seen_.erase(keys[i]);
-      fresh.push_back(i);
+    if (s.code() == Status::kNotFound) {
+      Event e = NewEvent(p, now);
+      s = api_.CreateEvent(e);
+      if (s.ok()) return Remember(key, e);
     }
-    for (size_t i : fresh) events[i] = NewEvent(group[i], now);
-    Write(group, keys, &events, fresh, false, nullptr);
-  }
-
-  // Sends events[which] (bumps or creates) and remembers those recorded. A bump of an event
-  // that is gone goes to *expired.
-  void Write(const std::vector<Pending>& group, const std::vector<std::string>& keys, std::vector<Event>* events,
-             const std::vector<size_t>& which, bool bump, std::vector<size_t>* expired) {
-    if (which.empty()) return;
-    std::vector<KubeApi::EventWrite> writes;
-    for (size_t i : which) writes.push_back({&(*events)[i], bump});
-    std::vector<Status> got = api_.WriteEvents(writes);
-    for (size_t k = 0; k < which.size(); ++k) {
-      size_t i = which[k];
-      if (got[k].ok()) {
-        Remember(keys[i], (*events)[i]);
-      } else if (bump && got[k].code() == Status::kNotFound) {
-        expired->push_back(i);
-      } else {
-        LogWarn("event " + group[i].reason + " on " + group[i].obj.name + " not recorded: " + got[k].message());
-      }
-    }
+    LogWarn("event " + p.reason + " on " + p.obj.name + " not recorded: " + s.message());
   }
 
   Event NewEvent(const Pending& p, const std::string& now) const {

@@ -1,0 +1,81 @@
+// The Prometheus text exposition of the provisioner's metrics, and the counter of API requests
+// that the connections' observer feeds.
+#pragma once
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include "controller.hpp"
+#include "fsops.hpp"
+
+// API requests by verb, resource and code. Thread-safe.
+class RequestCounter {
+ public:
+  void Count(const std::string& verb, const std::string& resource, int code) {
+    std::lock_guard<std::mutex> lock(mu_);
+    counts_[std::make_tuple(verb, resource, code)]++;
+  }
+  std::map<std::tuple<std::string, std::string, int>, long> Snapshot() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return counts_;
+  }
+
+  std::mutex mu_;
+  std::map<std::tuple<std::string, std::string, int>, long> counts_;
+};
+
+namespace metrics_detail {
+// A histogram as the exposition format writes it: cumulative buckets, sum and count.
+inline void Histogram(std::ostringstream& o, const std::string& name, const char* help, ControllerStats::Histogram& h) {
+  std::lock_guard<std::mutex> lock(h.mu);
+  o << "# HELP " << name << " " << help << "\n# TYPE " << name << " histogram\n";
+  long cumulative = 0;
+  for (int i = 0; i < ControllerStats::Histogram::kBuckets; ++i) {
+    cumulative += h.counts[i];
+    o << name << "_bucket{le=\"" << ControllerStats::Histogram::kBounds[i] << "\"} " << cumulative << "\n";
+  }
+  cumulative += h.counts[ControllerStats::Histogram::kBuckets];
+  o << name << "_bucket{le=\"+Inf\"} " << cumulative << "\n";
+  o << name << "_sum " << h.sum << "\n" << name << "_count " << h.count << "\n";
+}
+
+}  // namespace metrics_detail
+
+// Every metric, in the text exposition format.
+inline std::string MetricsText(Controller& controller, RequestCounter& requests, const Root& root) {
+  std::ostringstream o;
+  ControllerStats& s = controller.stats();
+  const char* p = "hostpath_provisioner_";
+  o << "# HELP " << p << "provisions_total Volumes provisioned, by result.\n# TYPE " << p << "provisions_total counter\n";
+  o << p << "provisions_total{result=\"success\"} " << s.provisioned << "\n";
+  o << p << "provisions_total{result=\"failure\"} " << s.provision_failed << "\n";
+  o << "# HELP " << p << "deletions_total Volumes deleted, by result.\n# TYPE " << p << "deletions_total counter\n";
+  o << p << "deletions_total{result=\"success\"} " << s.deleted << "\n";
+  o << p << "deletions_total{result=\"failure\"} " << s.delete_failed << "\n";
+  metrics_detail::Histogram(o, std::string(p) + "provision_duration_seconds",
+                            "Time to make a directory and create its PV.", s.provision_seconds);
+  metrics_detail::Histogram(o, std::string(p) + "deletion_duration_seconds",
+                            "Time to remove a directory and delete its PV.", s.delete_seconds);
+  o << "# HELP " << p << "workqueue_depth Keys waiting in the work queue.\n# TYPE " << p << "workqueue_depth gauge\n";
+  o << p << "workqueue_depth " << controller.QueueDepth() << "\n";
+  o << "# HELP " << p << "watch_restarts_total Watches restarted (ended, failed or expired).\n# TYPE " << p
+    << "watch_restarts_total counter\n";
+  o << p << "watch_restarts_total " << controller.WatchRestarts() << "\n";
+  o << "# HELP " << p << "api_requests_total Requests to the API server, by verb, resource and HTTP code (0 = no answer).\n"
+    << "# TYPE " << p << "api_requests_total counter\n";
+  for (const auto& [k, n] : requests.Snapshot())
+    o << p << "api_requests_total{verb=\"" << std::get<0>(k) << "\",resource=\"" << std::get<1>(k) << "\",code=\""
+      << std::get<2>(k) << "\"} " << n << "\n";
+  uint64_t free_bytes = 0, total_bytes = 0;
+  if (root.Space(&free_bytes, &total_bytes).ok()) {
+    o << "# HELP " << p << "root_free_bytes Free bytes on the filesystem of each volume root.\n# TYPE " << p
+      << "root_free_bytes gauge\n";
+    o << p << "root_free_bytes{root=\"" << root.path() << "\"} " << free_bytes << "\n";
+    o << "# HELP " << p << "root_total_bytes Size of the filesystem of each volume root.\n# TYPE " << p
+      << "root_total_bytes gauge\n";
+    o << p << "root_total_bytes{root=\"" << root.path() << "\"} " << total_bytes << "\n";
+  }
+  return o.str();
+}
