@@ -24,6 +24,8 @@ TEST_CASE("defaults are the documented ones", "[config]") {
   CHECK(c->provisioner_name == "hostpath-provisioner.io/hostpath");
   CHECK(c->dir_mode == 0777);
   CHECK(c->metrics_address == ":8080");
+  for (const char* ok : {"", ":9090", "127.0.0.1:8080", "[::1]:8080"})
+    CHECK(Parse({std::string("--metrics-address=") + ok}).ok());
   CHECK(c->serviceaccount_dir == "/var/run/secrets/kubernetes.io/serviceaccount");
 }
 
@@ -70,6 +72,10 @@ TEST_CASE("bad values are refused with a message naming the setting", "[config]"
       {"stray argument", {"run"}, {}, "unexpected argument \"run\""},
       {"log format", {"--log-format=xml"}, {}, "must be text or json"},
       {"verbosity", {"--v=x"}, {}, "must be a whole number"},
+      {"metrics port with junk", {"--metrics-address=:80abc"}, {}, "--metrics-address (METRICS_ADDRESS) must be host:port"},
+      {"metrics without port", {}, {{"METRICS_ADDRESS", "localhost"}}, "METRICS_ADDRESS (--metrics-address) must be host:port"},
+      {"metrics port 0", {"--metrics-address=127.0.0.1:0"}, {}, "port from 1 to 65535"},
+      {"metrics port too big", {"--metrics-address=:65536"}, {}, "port from 1 to 65535"},
   };
   for (const Row& r : rows) {
     Result<Config> c = Parse(r.args, r.env);

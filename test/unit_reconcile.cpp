@@ -1,7 +1,6 @@
 // The pure decisions: claim + class + config -> action; volume + config -> action.
 #include <catch2/catch.hpp>
 
-#include "packed.hpp"
 #include "reconcile.hpp"
 
 namespace {
@@ -317,70 +316,5 @@ TEST_CASE("slimming an object for the cache never changes a decision", "[reconci
     Action after = DecideVolume(TestConfig(), v);
     CHECK(before.kind == after.kind);
     CHECK(before.dir_name == after.dir_name);
-  }
-}
-
-namespace {
-// What `cached` reads of text is what SlimForCache keeps of what `full` reads.
-template <class T, class Full>
-void CheckCachedAsSlimmed(const std::string& text, Result<T> (*cached)(JsonRef), Full full) {
-  INFO(text);
-  JsonDoc doc;
-  REQUIRE(doc.Read(text).ok());
-  Result<T> want = full(doc.root());
-  REQUIRE(want.ok());
-  SlimForCache(&*want);
-  Result<T> got = cached(doc.root());
-  REQUIRE(got.ok());
-  CHECK(Pack(*got) == Pack(*want));
-}
-}  // namespace
-
-TEST_CASE("the informers' decoders cache what SlimForCache keeps of a full decode, and refuse the same objects",
-          "[reconcile]") {
-  const std::string claim_meta =
-      R"("metadata":{"name":"data","namespace":"apps","uid":"u1","resourceVersion":"7",)"
-      R"("annotations":{"volume.kubernetes.io/storage-provisioner":"hostpath.example.com",)"
-      R"("volume.beta.kubernetes.io\/storage-provisioner":"hostpath.example.com","other/x":"y",)"
-      R"("volume.kubernetes.io/selected-node":"n1","other/x":"z"},)"
-      R"("labels":{"app":"db"},"finalizers":["kubernetes.io/pvc-protection"]})";
-  const std::vector<std::string> claims = {
-      "{" + claim_meta + R"(,"spec":{"storageClassName":"hostpath","accessModes":["ReadWriteOnce"],)"
-                         R"("resources":{"requests":{"storage":"1Gi"}}}})",
-      "{" + claim_meta + R"(,"spec":{"volumeName":"pvc-u1","storageClassName":"hostpath"},"status":{"phase":"Bound"}})",
-      R"({"metadata":{"name":"bare","namespace":"apps"}})",
-  };
-  for (const std::string& text : claims)
-    CheckCachedAsSlimmed(text, CachedClaimFromJson, [](JsonRef r) { return ClaimFromJson(r); });
-  JsonDoc first;
-  REQUIRE(first.Read(claims[0]).ok());
-  Result<Claim> c = CachedClaimFromJson(first.root());
-  REQUIRE(c.ok());
-  CHECK(c->meta.annotations.size() == 3);  // the repeated other/x and the label are not kept
-  CHECK(c->meta.labels.empty());
-
-  const std::vector<std::string> volumes = {
-      R"({"metadata":{"name":"pvc-u1","annotations":{"pv.kubernetes.io/provisioned-by":"hostpath.example.com",)"
-      R"("pv.kubernetes.io/bound-by-controller":"yes"},"labels":{"a":"b"},"finalizers":["f"]},)"
-      R"("spec":{"capacity":{"storage":"1Gi"},"claimRef":{"namespace":"apps","name":"data","uid":"u1"},)"
-      R"("hostPath":{"path":"/x"},"persistentVolumeReclaimPolicy":"Delete"},"status":{"phase":"Released"}})",
-      R"({"metadata":{"name":"foreign","annotations":{"a":"b"}},"spec":{"hostPath":{"path":"/y"}}})",
-  };
-  for (const std::string& text : volumes)
-    CheckCachedAsSlimmed(text, CachedVolumeFromJson, [](JsonRef r) { return VolumeFromJson(r); });
-
-  // Annotations and labels not kept are still type-checked, with the same error.
-  for (const char* bad : {R"({"metadata":{"name":"b","labels":{"app":1}}})",
-                          R"({"metadata":{"name":"b","annotations":{"other/x":true}}})",
-                          R"({"metadata":{"name":"b","labels":[]}})"}) {
-    INFO(bad);
-    JsonDoc doc;
-    REQUIRE(doc.Read(bad).ok());
-    Result<Claim> full = ClaimFromJson(doc.root());
-    Result<Claim> cached = CachedClaimFromJson(doc.root());
-    REQUIRE_FALSE(full.ok());
-    REQUIRE_FALSE(cached.ok());
-    CHECK(cached.status().message() == full.status().message());
-    CHECK_FALSE(CachedVolumeFromJson(doc.root()).ok());
   }
 }
