@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "paths.hpp"
 #include "status.hpp"
 
 inline constexpr const char* kDefaultProvisionerName = "hostpath-provisioner.io/hostpath";
@@ -45,25 +46,6 @@ struct Setting {
 
 namespace config_detail {
 
-// Lexically normalises an absolute path: collapses "//" and "/./", drops a trailing "/".
-// Returns "" when the path is relative or contains "..".
-inline std::string NormaliseAbsolute(const std::string& path) {
-  if (path.empty() || path[0] != '/') return "";
-  std::string out;
-  size_t i = 0;
-  while (i < path.size()) {
-    while (i < path.size() && path[i] == '/') ++i;
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    std::string part = path.substr(i, j - i);
-    i = j;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") return "";
-    out += "/" + part;
-  }
-  return out.empty() ? "/" : out;
-}
-
 inline std::string ParseBool(const std::string& v, bool& out) {
   if (v == "" || v == "true" || v == "1" || v == "yes") { out = true; return ""; }
   if (v == "false" || v == "0" || v == "no") { out = false; return ""; }
@@ -87,8 +69,8 @@ inline const std::vector<Setting>& Settings() {
       {"pv-dir", "PV_DIR", kDefaultPvDir,
        "host directory under which volume directories are made (the same path inside the pod)",
        [](Config& c, const std::string& v) -> std::string {
-         std::string n = NormaliseAbsolute(v);
-         if (n.empty()) return "must be an absolute path without \"..\", not \"" + v + "\"";
+         std::string n;
+         if (!NormaliseAbsolute(v, &n)) return "must be an absolute path without \"..\", not \"" + v + "\"";
          if (n == "/") return "must not be \"/\": volumes would be made in, and removed from, the host's root";
          c.pv_dir = n;
          return "";

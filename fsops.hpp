@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "paths.hpp"
 #include "status.hpp"
 
 namespace fsops_detail {
@@ -73,26 +74,6 @@ inline std::string Printable(const std::string& path) {
 
 inline std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
-}
-
-// Lexically normalises an absolute path into *out: collapses "//" and "/./" and drops a
-// trailing "/". Returns false (and leaves *out alone) when the path is empty, relative,
-// contains a NUL byte or has any ".." component (refused rather than resolved).
-inline bool NormaliseAbsolute(const std::string& path, std::string* out) {
-  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos) return false;
-  std::string result;
-  size_t i = 0;
-  while (i < path.size()) {
-    size_t j = path.find('/', i);
-    if (j == std::string::npos) j = path.size();
-    std::string part = path.substr(i, j - i);
-    i = j + 1;
-    if (part.empty() || part == ".") continue;
-    if (part == "..") return false;
-    result += "/" + part;
-  }
-  *out = result.empty() ? "/" : result;
-  return true;
 }
 
 // Owns one file descriptor; closes it on destruction. Movable, not copyable.
@@ -541,7 +522,7 @@ class Root {
   static Result<Root> Open(const std::string& path) {
     std::string normalised;
     const std::string shown = fsops_detail::Printable(path);
-    if (!fsops_detail::NormaliseAbsolute(path, &normalised) || normalised != path) {
+    if (!NormaliseAbsolute(path, &normalised) || normalised != path) {
       return Status::Invalid("root directory \"" + shown +
                              "\" must be an absolute, normalised path (no \"..\", \".\", \"//\" or trailing \"/\")");
     }
@@ -583,7 +564,7 @@ class Root {
   Result<std::string> ChildName(const std::string& absolute_path) const {
     const std::string shown = "\"" + fsops_detail::Printable(absolute_path) + "\"";
     std::string normalised;
-    if (!fsops_detail::NormaliseAbsolute(absolute_path, &normalised)) {
+    if (!NormaliseAbsolute(absolute_path, &normalised)) {
       return Status::Invalid("path " + shown + " is not an absolute path without \"..\"");
     }
     if (normalised == path_) return Status::Invalid("path " + shown + " is the root directory itself");
