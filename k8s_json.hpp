@@ -1,7 +1,7 @@
 // The one JSON mapping of the program: Kubernetes API JSON ⇄ the plain structs of objects.hpp,
 // list pages, watch events and lines, and error bodies. picojson parses and writes; nothing
 // here throws (picojson's get<T> is called only after is<T>), and every field is type-checked
-// before it is read. No other file includes picojson.
+// before it is read. The rest of the program sees only the plain structs.
 #pragma once
 #include <picojson.h>
 
