@@ -26,7 +26,7 @@ struct Config {
   int verbosity = 0;
   std::string log_format = "text";  // text | json
   int resync_seconds = 300;         // periodic pass over the cache; 0 = never
-  int workers = 4;                  // workers, each taking up to 8 keys at once (a slow deletion blocks one)
+  int workers = 4;                  // claims and volumes handled at once (a slow deletion holds up one)
   bool leader_elect = false;        // hold a Lease before acting (for more than one replica)
   std::string leader_elect_namespace;  // "" = the service account's namespace
   int lease_seconds = 30;              // lease duration; renew deadline 2/3 of it, retries every 1/6
@@ -130,7 +130,7 @@ inline const std::vector<Setting>& Settings() {
        "seconds between passes over all cached objects (catches anything missed); 0 = never",
        [](Config& c, const std::string& v) { return ParseInt(v, 0, 86400, c.resync_seconds); }},
       {"workers", "WORKERS", "4",
-       "workers handling claims and volumes at once (each takes up to 8 due keys together); one slow directory removal or API call holds up only one worker",
+       "claims and volumes handled at once; one slow directory removal or API call holds up only one of them",
        [](Config& c, const std::string& v) { return ParseInt(v, 1, 64, c.workers); }},
       {"leader-elect", "LEADER_ELECT", "false",
        "hold a coordination.k8s.io Lease before provisioning, so replicas never act twice",
