@@ -310,14 +310,18 @@ class Controller {
     created_.Insert(a.volume.meta.name);
     Status s = w.api.CreateVolume(a.volume);
     if (s.code() == Status::kConflict) {
-      // Made by an earlier attempt (a crash, a retry)? Then it is ours and done.
+      // Made by an earlier attempt (a crash, a retry)? Then it is ours and done. Anything else
+      // of that name is not this claim's volume: our directory, just made and empty, goes.
       Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
-      if (got.ok() && got->claim_ref.uid == claim.meta.uid) {
+      if (got.ok() && IsVolumeWeMade(*got, a.volume)) {
         s = Status::Ok();
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
+        if (Status r = root_->RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
         return ProvisionFailed(claim, "a PersistentVolume named " + a.volume.meta.name +
-                                          " already exists for another claim; delete it if it is stale");
+                                          " already exists and is not the one this provisioner made for this claim "
+                                          "(claim uid \"" + got->claim_ref.uid + "\", path \"" + got->host_path +
+                                          "\"); delete it if it is stale");
       } else {
         s = got.status();
       }
@@ -389,13 +393,15 @@ class Controller {
   Outcome Delete(Worker& w, const Volume& v, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
-    if (Status s = root_->RemoveTree(a.dir_name); !s.ok()) {
-      stats_.delete_failed++;
-      std::string msg = "removing " + path + " failed: " + s.message() + "; will retry";
-      LogWarn("volume " + v.meta.name + ": " + msg);
-      recorder_.Warning(Of(v), reason::kVolumeFailedDelete, msg);
-      return Retry();
-    }
+    std::string other;
+    volumes_.ForEach([&](const Volume& o) {
+      if (o.meta.name != v.meta.name && PathWithin(o.host_path, path)) other = o.meta.name;
+    });
+    if (!other.empty())
+      return DeleteFailed(v, "PersistentVolume " + other + " also uses " + path +
+                                 "; refusing to delete its data (delete that volume first, or remove the data by hand)");
+    if (Status s = root_->RemoveTree(a.dir_name); !s.ok())
+      return DeleteFailed(v, "removing " + path + " failed: " + s.message() + "; will retry");
     if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
       if (Outcome o = DropFinalizer(w, v); o.retry) return o;
     }
@@ -407,6 +413,13 @@ class Controller {
       }
     }
     return Deleted(v, path, start);
+  }
+
+  Outcome DeleteFailed(const Volume& v, const std::string& message) {
+    stats_.delete_failed++;
+    LogWarn("volume " + v.meta.name + ": " + message);
+    recorder_.Warning(Of(v), reason::kVolumeFailedDelete, message);
+    return Retry();
   }
 
   Outcome Deleted(const Volume& v, const std::string& path, std::chrono::steady_clock::time_point start) {

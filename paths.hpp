@@ -21,3 +21,11 @@ inline bool NormaliseAbsolute(const std::string& path, std::string* out) {
   *out = result.empty() ? "/" : result;
   return true;
 }
+
+// Is `path` the directory `dir` or inside it, lexically? (`dir` normalised; `path` is
+// normalised first, and one that cannot be is not inside anything.)
+inline bool PathWithin(const std::string& path, const std::string& dir) {
+  std::string p;
+  if (!NormaliseAbsolute(path, &p)) return false;
+  return p == dir || (p.size() > dir.size() && p.compare(0, dir.size(), dir) == 0 && (dir == "/" || p[dir.size()] == '/'));
+}

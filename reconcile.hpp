@@ -65,6 +65,16 @@ inline bool SafeNamePart(const std::string& s, size_t max) {
   return alnum(s.front()) && alnum(s.back()) && s.find("..") == std::string::npos;
 }
 
+// An object uid as the API server makes them: a UUID in lower-case hex, "8-4-4-4-12".
+inline bool IsUuid(const std::string& s) {
+  if (s.size() != 36) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash != (s[i] == '-') || (!dash && !((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))) return false;
+  }
+  return true;
+}
+
 inline bool ParseUnsigned(const std::string& s, int base, unsigned long max, unsigned long* out) {
   if (s.empty() || s.size() > 12) return false;
   unsigned long v = 0;
@@ -97,7 +107,8 @@ inline std::string VolumeDirName(const std::string& ns, const std::string& claim
 }
 
 // The PV name for a claim: "pvc-<claim uid>", as Kubernetes' external provisioners name them.
-inline std::string VolumeNameFor(const Claim& claim) { return "pvc-" + claim.meta.uid; }
+inline std::string VolumeNameFor(const std::string& claim_uid) { return "pvc-" + claim_uid; }
+inline std::string VolumeNameFor(const Claim& claim) { return VolumeNameFor(claim.meta.uid); }
 
 // Does the claim ask for our provisioner? (the PV controller's annotation, or its beta twin)
 inline bool ClaimIsOurs(const Config& cfg, const Claim& claim) {
@@ -163,6 +174,14 @@ inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageCl
   return v;
 }
 
+// Is `existing` (a PV of the same name, found after a create said AlreadyExists) the volume
+// BuildVolume made, by an earlier attempt: the same claim, the same path, and our annotation?
+inline bool IsVolumeWeMade(const Volume& existing, const Volume& built) {
+  auto by = existing.meta.annotations.find(ann::kProvisionedBy);
+  return existing.claim_ref.uid == built.claim_ref.uid && existing.host_path == built.host_path &&
+         by != existing.meta.annotations.end() && by->second == built.meta.annotations.at(ann::kProvisionedBy);
+}
+
 // Where a claim stands before its class and volume are looked at: DecideClaim's first checks,
 // which the controller also makes for every watch event of a claim (so no strings here).
 enum class ClaimStage { kNotOurs, kDeleting, kNamesVolume, kNotPending, kWaitsForVolume };
@@ -193,7 +212,13 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
     case ClaimStage::kNotPending: return Nothing("phase is " + claim.phase);
     case ClaimStage::kWaitsForVolume: break;
   }
-  if (existing != nullptr) return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
+  if (existing != nullptr && existing->claim_ref.uid == claim.meta.uid)
+    return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
+  if (existing != nullptr)
+    return Fail(reason::kProvisioningFailed,
+                "a PersistentVolume named " + existing->meta.name + " already exists and is not the one this provisioner "
+                "made for this claim (claim uid \"" + existing->claim_ref.uid + "\", path \"" + existing->host_path +
+                "\"); delete it if it is stale");
   const char* failed = reason::kProvisioningFailed;
   if (sc == nullptr)
     return Fail(failed, "StorageClass \"" + claim.storage_class_name + "\" not found: create it, or use an existing class");
@@ -262,6 +287,12 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
   const char* failed = reason::kVolumeFailedDelete;
   if (dir.empty())
     return Fail(failed, "cannot work out this volume's directory (claimRef missing or invalid); refusing to delete anything");
+  // Only "pvc-<claim uid>" with a UUID makes "<namespace>-<claim>-<name>" name one volume: a PV
+  // named otherwise could recompute to another claim's directory ("c2-pvc" + "<uid>").
+  if (v.meta.name != VolumeNameFor(v.claim_ref.uid) || !reconcile_detail::IsUuid(v.claim_ref.uid))
+    return Fail(failed, "volume name " + v.meta.name + " is not \"pvc-\" and the uid of its claim (" + v.claim_ref.uid +
+                            "), as this provisioner names volumes; refusing to delete anything. Remove the data and "
+                            "the PV by hand if intended");
   std::string expected = cfg.pv_dir + "/" + dir;
   if (v.host_path != expected)
     return Fail(failed, "hostPath \"" + v.host_path + "\" is not where this provisioner put volume " + v.meta.name +
@@ -304,10 +335,12 @@ inline void SlimForCache(Volume* v) {
   v->storage_class_name.clear();
   v->volume_mode.clear();
   // Not provisioned by anyone we could be, or bound and not being deleted: nothing to do until
-  // a later version (which the watch brings whole) says otherwise.
+  // a later version (which the watch brings whole) says otherwise. The claim's uid and the path
+  // stay: a claim checks that the volume of its name is its own, a deletion looks for other
+  // volumes that use its directory.
   if (v->meta.annotations.empty() || (v->phase == "Bound" && !v->meta.deleting)) {
-    v->claim_ref = {};
-    v->host_path.clear();
+    v->claim_ref.namespace_.clear();
+    v->claim_ref.name.clear();
     v->host_path_type.clear();
     v->meta.finalizers.clear();
   }

@@ -214,6 +214,80 @@ TEST_CASE("a PV claiming to be ours but pointing outside the root is refused, ne
   CHECK(c.api.Volume("pvc-evil").is<picojson::object>());
 }
 
+namespace {
+
+// A PV that says it is ours, with the given name, claimRef and path: what someone allowed to
+// create PVs could make.
+std::string ImpostorPv(const std::string& name, const std::string& claim, const std::string& uid,
+                       const std::string& path) {
+  return R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")" + name + R"(",
+    "annotations":{"pv.kubernetes.io/provisioned-by":"hostpath-provisioner.io/hostpath"}},
+    "spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"persistentVolumeReclaimPolicy":"Delete",
+    "storageClassName":"hostpath","hostPath":{"path":")" + path + R"("},
+    "claimRef":{"namespace":"default","name":")" + claim + R"(","uid":")" + uid + R"("}}})";
+}
+
+bool HasEvent(FakeApi& api, const std::string& ns, const std::string& name, const std::string& reason,
+              const std::string& part) {
+  for (const auto& e : api.EventsAbout(ns, name))
+    if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a PV whose name and claim recompute to another claim's directory never removes it", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "c2", "hostpath"));
+  REQUIRE(c.WaitBound("default", "c2"));
+  const std::string live = c.VolumeOf("default", "c2");  // pvc-<uid>
+  const std::string dir = c.DirOf("default", "c2");      // <pv_dir>/default-c2-pvc-<uid>
+  WriteFile(dir + "/data.txt", "c2's data\n");
+  // Named "<uid>" for claim "c2-pvc": "default" + "c2-pvc" + "<uid>" is c2's directory.
+  const std::string bare = live.substr(4);
+  REQUIRE(c.api.Post("/api/v1/persistentvolumes",
+                     ImpostorPv(bare, "c2-pvc", "0b0b0b0b-0000-4000-8000-000000000000", dir)).code == 201);
+  REQUIRE(Eventually([&] { return HasEvent(c.api, "default", bare, "VolumeFailedDelete", "refusing"); }));
+  CHECK(ReadFile(dir + "/data.txt") == "c2's data\n");
+  CHECK(Phase(c.api.Volume(live)) == "Bound");
+}
+
+TEST_CASE("a PV that uses another volume's directory keeps that volume's data when it goes", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "shared", "hostpath"));
+  REQUIRE(c.WaitBound("default", "shared"));
+  const std::string pv_name = c.VolumeOf("default", "shared");
+  const std::string dir = c.DirOf("default", "shared");
+  WriteFile(dir + "/data.txt", "also used elsewhere\n");
+  // A static PV (not ours) for the same directory, e.g. to mount it in a backup pod.
+  REQUIRE(c.api.Post("/api/v1/persistentvolumes", R"({"apiVersion":"v1","kind":"PersistentVolume",
+    "metadata":{"name":"backup-view"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadOnlyMany"],
+    "persistentVolumeReclaimPolicy":"Retain","storageClassName":"manual","hostPath":{"path":")" + dir + R"("}}})").code == 201);
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/shared").code == 200);
+  REQUIRE(Eventually([&] { return HasEvent(c.api, "default", pv_name, "VolumeFailedDelete", "backup-view also uses"); }));
+  CHECK(ReadFile(dir + "/data.txt") == "also used elsewhere\n");
+  CHECK(c.api.Volume(pv_name).is<picojson::object>());
+}
+
+TEST_CASE("a PV of the claim's name made by someone else is not taken for ours", "[e2e]") {
+  Cluster c;
+  c.api.CreateYaml(ClaimYaml("default", "taken", "hostpath"));
+  const std::string uid = c.api.Claim("default", "taken").get("metadata").get("uid").to_str();
+  const std::string elsewhere = c.tmp.path() + "/elsewhere";
+  ::mkdir(elsewhere.c_str(), 0755);
+  // pvc-<uid> exists already, for another claim and another path, before the provisioner runs.
+  REQUIRE(c.api.Post("/api/v1/persistentvolumes",
+                     ImpostorPv("pvc-" + uid, "other", "0c0c0c0c-0000-4000-8000-000000000000", elsewhere)).code == 201);
+  Provisioner p(c.api, c.pv_dir);
+  bool ok = Eventually([&] { return HasEvent(c.api, "default", "taken", "ProvisioningFailed", "is not the one"); });
+  if (!ok) FAIL(p.Log());
+  CHECK_FALSE(HasEvent(c.api, "default", "taken", "ProvisioningSucceeded", ""));
+  CHECK_FALSE(Exists(c.pv_dir + "/default-taken-pvc-" + uid));  // our empty directory is not left behind
+  CHECK(Phase(c.api.Claim("default", "taken")) == "Pending");
+}
+
 TEST_CASE("in-cluster mode: service-account folder and KUBERNETES_SERVICE_HOST", "[e2e]") {
   Cluster c;
   Provisioner p(c.api, c.pv_dir,

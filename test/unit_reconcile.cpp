@@ -112,6 +112,7 @@ TEST_CASE("claims that are not ours, or not pending, are left alone", "[reconcil
   StorageClass sc = OurClass();
   Volume existing;
   existing.meta.name = "pvc-1b2c3d4e-0000-4000-8000-000000000001";
+  existing.claim_ref.uid = "1b2c3d4e-0000-4000-8000-000000000001";
   struct Row {
     const char* name;
     void (*change)(Claim&);
@@ -274,6 +275,32 @@ TEST_CASE("a PV of ours pointing anywhere else is refused, never deleted", "[rec
   CHECK(DecideVolume(TestConfig(), no_ref).kind == Action::kFail);
 }
 
+TEST_CASE("a PV not named pvc-<claim uid> is never deleted, even where its path recomputes", "[reconcile]") {
+  // A PV named "<uid>" for claim "data-pvc" recomputes to the directory of claim "data" (whose
+  // PV is "pvc-<uid>"): deleting it would wipe data's live volume.
+  const std::string uid = "1b2c3d4e-0000-4000-8000-000000000001";
+  struct Row {
+    const char* name;
+    std::string pv_name, claim_name, claim_uid;
+  } rows[] = {
+      {"name is the bare uid", uid, "data-pvc", uid},
+      {"name of another uid", "pvc-1b2c3d4e-0000-4000-8000-000000000002", "data", uid},
+      {"uid not a UUID", "pvc-x-pvc-" + uid, "data", "x-pvc-" + uid},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    Volume v = Released();
+    v.meta.name = r.pv_name;
+    v.claim_ref.name = r.claim_name;
+    v.claim_ref.uid = r.claim_uid;
+    v.host_path = "/var/kubernetes/" + VolumeDirName("default", r.claim_name, r.pv_name);
+    Action a = DecideVolume(TestConfig(), v);
+    REQUIRE(a.kind == Action::kFail);
+    CHECK_THAT(a.message, Catch::Contains("is not \"pvc-\" and the uid of its claim") && Catch::Contains("refusing"));
+  }
+  CHECK(DecideVolume(TestConfig(), Released()).kind == Action::kDelete);
+}
+
 TEST_CASE("a PV deleted by hand: Delete volumes are cleaned, Retain only released", "[reconcile]") {
   Volume v = Released();
   v.meta.deleting = true;
@@ -316,5 +343,41 @@ TEST_CASE("slimming an object for the cache never changes a decision", "[reconci
     Action after = DecideVolume(TestConfig(), v);
     CHECK(before.kind == after.kind);
     CHECK(before.dir_name == after.dir_name);
+  }
+}
+
+TEST_CASE("a PV of the claim's volume name made for another claim is reported, not waited for", "[reconcile]") {
+  StorageClass sc = OurClass();
+  Volume other;
+  other.meta.name = "pvc-1b2c3d4e-0000-4000-8000-000000000001";
+  other.claim_ref.uid = "0c0c0c0c-0000-4000-8000-000000000000";
+  other.host_path = "/elsewhere";
+  Action a = DecideClaim(TestConfig(), OurClaim(), &sc, &other);
+  REQUIRE(a.kind == Action::kFail);
+  CHECK(a.reason == reason::kProvisioningFailed);
+  CHECK_THAT(a.message, Catch::Contains("already exists and is not the one") && Catch::Contains("/elsewhere"));
+  // Slimmed for the cache, it says the same.
+  SlimForCache(&other);
+  CHECK(DecideClaim(TestConfig(), OurClaim(), &sc, &other).kind == Action::kFail);
+}
+
+TEST_CASE("a PV found after AlreadyExists is ours only if it is the one we would have made", "[reconcile]") {
+  StorageClass sc = OurClass();
+  const Volume built = DecideClaim(TestConfig(), OurClaim(), &sc, nullptr).volume;
+  CHECK(IsVolumeWeMade(built, built));
+  struct Row {
+    const char* name;
+    void (*change)(Volume&);
+  } rows[] = {
+      {"another claim", [](Volume& v) { v.claim_ref.uid = "1b2c3d4e-0000-4000-8000-000000000009"; }},
+      {"another path", [](Volume& v) { v.host_path = "/elsewhere"; }},
+      {"no annotation", [](Volume& v) { v.meta.annotations.clear(); }},
+      {"another provisioner", [](Volume& v) { v.meta.annotations[ann::kProvisionedBy] = "other"; }},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    Volume v = built;
+    r.change(v);
+    CHECK_FALSE(IsVolumeWeMade(v, built));
   }
 }
