@@ -90,6 +90,10 @@ class Controller {
 
   ~Controller() { Stop(); }
 
+  // Asked before every change to the filesystem or the API (leader election: does this
+  // instance still hold the lease?). Set before Start; by default always true.
+  void SetMayAct(std::function<bool()> may_act) { may_act_ = std::move(may_act); }
+
   // Starts the watches and the workers. Errors: TLS material that cannot be used.
   Status Start() {
     for (auto& w : workers_)
@@ -220,9 +224,13 @@ class Controller {
   }
 
   Outcome Sync(Worker& w, const std::string& key) {
+    if (!may_act_()) {
+      LogWarn(key + ": not acting: this instance may no longer hold the lease");
+      return Retry();
+    }
     if (key == kScanOrphans) {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
-      ScanOrphans();
+      ScanOrphans(w);
       return Done();
     }
     std::shared_lock<std::shared_mutex> shared(fs_mu_);
@@ -235,8 +243,10 @@ class Controller {
   // claim went away), or left by a Retain volume whose PV was deleted by hand. An empty one
   // held no data: it is removed. One with files may be someone's data: it is only reported.
   // Directories of claims still waiting to be provisioned, and of PVs just created whose watch
-  // event has not come yet, are left alone.
-  void ScanOrphans() {
+  // event has not come yet, are left alone. The cache only picks candidates: each is removed
+  // only if a GET says its PV does not exist (the cache may be behind: another instance may
+  // have made it while this one was paused).
+  void ScanOrphans(Worker& w) {
     Result<std::vector<std::string>> dirs = root_->ListDirs();
     if (!dirs.ok()) {
       LogWarn("cannot list " + cfg_.pv_dir + " to look for orphaned directories: " + dirs.status().message());
@@ -253,6 +263,12 @@ class Controller {
       // created_ before the cache, as in SyncClaim: the watch may move a volume from one to the
       // other meanwhile (workers are held off, the watches are not).
       if (created_.Contains(pv) || volumes_.Get(pv) || pending_uids.count(pv.substr(4))) continue;
+      Result<Volume> fresh = w.api.GetVolume(pv);
+      if (fresh.status().code() != Status::kNotFound) {
+        if (!fresh.ok()) LogWarn("orphaned directory " + cfg_.pv_dir + "/" + d + " kept for now: " + fresh.status().message());
+        continue;
+      }
+      if (!may_act_()) return;
       Status s = root_->RemoveIfEmpty(d);
       if (s.ok()) {
         LogInfo("removed orphaned directory " + cfg_.pv_dir + "/" + d + ": empty, and no PersistentVolume " + pv +
@@ -443,6 +459,7 @@ class Controller {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::shared_mutex fs_mu_;   // shared by workers on keys, exclusive for the orphan scan
   std::once_flag first_scan_;
+  std::function<bool()> may_act_ = [] { return true; };
   NameSet created_;  // PVs made (or being made) whose watch event has not come yet
   NameSet deleted_;  // PVs deleted that the cache still holds
   Informer<Claim> claims_;

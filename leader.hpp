@@ -32,6 +32,14 @@ class LeaderElector {
   Status Init() { return conn_.Init(); }
   const std::string& identity() const { return identity_; }
 
+  // Does this process know it holds the lease: did it write the lease as holder less than a
+  // renew deadline ago, on its own clock? False after a pause (SIGSTOP, a frozen VM) longer
+  // than that, before the renewer has had a chance to notice that another instance took over.
+  bool Leading() const {
+    const long last = last_written_ms_;
+    return last != 0 && NowMs() - last < std::chrono::duration_cast<std::chrono::milliseconds>(t_.renew_deadline).count();
+  }
+
   // Blocks until this process holds the lease (true), or `stopping` turns true (false).
   bool Acquire(const std::function<bool()>& stopping) {
     bool logged = false;
@@ -86,6 +94,7 @@ class LeaderElector {
   // Gives the lease up (empty holder), so a successor need not wait a lease duration.
   void Release() {
     StopRenewing();
+    last_written_ms_ = 0;
     if (record_.holder != identity_) return;
     Lease lease = record_;
     lease.holder.clear();
@@ -102,6 +111,10 @@ class LeaderElector {
  private:
   // RFC 3339 with microseconds, as metav1.MicroTime.
   static std::string MicroTime() { return logging::UtcNow(6); }
+  static long NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
 
   // One round: create the lease, renew ours, or take over an expired or released one.
   // Errors: kConflict "held by X" when someone else holds it, or the API's error.
@@ -142,6 +155,7 @@ class LeaderElector {
   // Keeps the lease as stored after our create or update.
   Status Remember(const Result<Lease>& stored) {
     if (!stored.ok()) return stored.status();
+    last_written_ms_ = NowMs();
     record_ = *stored;
     observed_record_ = record_.holder + "|" + record_.renew_time;
     observed_at_ = std::chrono::steady_clock::now();
@@ -153,6 +167,7 @@ class LeaderElector {
   std::string ns_, name_, identity_;
   LeaseTimings t_;
   Lease record_;  // as we last wrote it
+  std::atomic<long> last_written_ms_{0};  // steady clock, when we last wrote the lease as holder
   std::string observed_record_;
   std::chrono::steady_clock::time_point observed_at_{};
   std::thread renewer_;

@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
   LeaderElector elector(*endpoint, lease_ns, LeaseNameFor(cfg.provisioner_name), Identity(), timings);
   if (cfg.leader_elect) {
     if (Status s = elector.Init(); !s.ok()) return Fail(1, s.message());
+    controller.SetMayAct([&elector] { return elector.Leading(); });
     probes.SetStandby(true);
   }
   if (Status s = http.Start(); !s.ok()) return Fail(1, s.message());

@@ -390,6 +390,36 @@ TEST_CASE("leader election: two replicas never both provision; SIGTERM hands ove
   CHECK(c.api.Denials().empty());
 }
 
+TEST_CASE("leader election: a leader paused past its lease acts on nothing when it resumes", "[e2e]") {
+  Cluster c;
+  std::map<std::string, std::string> env = {{"LEADER_ELECT", "true"},
+                                            {"LEADER_ELECT_NAMESPACE", "kube-system"},
+                                            {"LEADER_ELECT_LEASE_DURATION", "3"},
+                                            {"RESYNC_PERIOD", "1"}};
+  Provisioner first(c.api, c.pv_dir, env);
+  REQUIRE(Eventually([&] { return first.Log().find("became leader") != std::string::npos; }));
+  Provisioner second(c.api, c.pv_dir, env);
+  REQUIRE(Eventually([&] { return second.Log().find("waiting for lease") != std::string::npos; }));
+
+  first.process().Signal(SIGSTOP);
+  REQUIRE(Eventually([&] { return second.Log().find("became leader") != std::string::npos; }, seconds(20)));
+  for (int i = 0; i < 5; ++i) c.api.CreateYaml(ClaimYaml("default", "paused-" + std::to_string(i), "hostpath"));
+  for (int i = 0; i < 5; ++i) REQUIRE(c.WaitBound("default", "paused-" + std::to_string(i)));
+  std::this_thread::sleep_for(seconds(2));  // the paused leader's resync comes due meanwhile
+  first.process().Signal(SIGCONT);
+
+  int code = -1;
+  REQUIRE(first.process().WaitFor(seconds(20), &code));  // it finds out and leaves
+  CHECK(code != 0);
+  CHECK_THAT(first.Log(), Catch::Contains("lost the lease"));
+  for (int i = 0; i < 5; ++i) {
+    INFO("paused-" << i);
+    CHECK(Exists(c.DirOf("default", "paused-" + std::to_string(i))));
+    CHECK(Phase(c.api.Claim("default", "paused-" + std::to_string(i))) == "Bound");
+  }
+  CHECK(first.Log().find("removed orphaned directory") == std::string::npos);
+}
+
 TEST_CASE("class parameters uid, gid and mode set the directory's owner and mode", "[e2e]") {
   Cluster c;
   if (::geteuid() != 0) {
