@@ -306,7 +306,7 @@ class Controller {
         stats_.provision_failed++;
         LogWarn("claim " + key + ": " + a.message);
         recorder_.Warning(Of(*claim), a.reason, a.message);
-        return Retry();
+        return a.retry ? Retry() : Done();
       case Action::kProvision:
         return Provision(w, *claim, a);
       default:

@@ -36,6 +36,7 @@ struct Action {
   Volume volume;            // kProvision: the PV to create
   std::string reason;       // kFail: event reason
   std::string message;      // kFail: event message (why, and what to do)
+  bool retry = true;        // kFail: try again after a backoff (false: only when the object changes)
 };
 
 namespace reconcile_detail {
@@ -46,11 +47,12 @@ inline Action Nothing(std::string why) {
   return a;
 }
 
-inline Action Fail(const char* reason, std::string message) {
+inline Action Fail(const char* reason, std::string message, bool retry = true) {
   Action a;
   a.kind = Action::kFail;
   a.reason = reason;
   a.message = std::move(message);
+  a.retry = retry;
   return a;
 }
 
@@ -220,6 +222,11 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
                 "made for this claim (claim uid \"" + existing->claim_ref.uid + "\", path \"" + existing->host_path +
                 "\"); delete it if it is stale");
   const char* failed = reason::kProvisioningFailed;
+  // A claim's class cannot be changed: one without a class waits for nothing.
+  if (claim.storage_class_name.empty())
+    return Fail(failed, "the claim names no StorageClass (spec.storageClassName), but is annotated for " +
+                            cfg.provisioner_name + ": recreate it with storageClassName set to a class of this provisioner",
+                false);
   if (sc == nullptr)
     return Fail(failed, "StorageClass \"" + claim.storage_class_name + "\" not found: create it, or use an existing class");
   if (sc->provisioner != cfg.provisioner_name)

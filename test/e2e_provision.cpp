@@ -192,6 +192,23 @@ TEST_CASE("a claim that cannot be served gets one ProvisioningFailed event whose
   CHECK(Phase(c.api.Claim("default", "wants-odd")) == "Pending");
 }
 
+TEST_CASE("a claim annotated for us but without a class gets one event, not one per retry", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  REQUIRE(c.api.Post("/api/v1/namespaces/default/persistentvolumeclaims", R"({"apiVersion":"v1",
+    "kind":"PersistentVolumeClaim","metadata":{"name":"classless","namespace":"default","annotations":
+    {"volume.beta.kubernetes.io/storage-provisioner":"hostpath-provisioner.io/hostpath"}},
+    "spec":{"storageClassName":"","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})").code == 201);
+  REQUIRE(Eventually([&] { return CountWithReason(c.api.EventsAbout("default", "classless"), "ProvisioningFailed") > 0; }));
+  std::this_thread::sleep_for(seconds(5));  // retries with backoff would come at about 0.5, 1, 2 and 4 s
+  std::vector<picojson::value> events = c.api.EventsAbout("default", "classless");
+  REQUIRE(CountWithReason(events, "ProvisioningFailed") == 1);
+  for (const auto& e : events) {
+    CHECK(e.get("count").get<double>() == 1);
+    CHECK_THAT(e.get("message").to_str(), Catch::Contains("names no StorageClass"));
+  }
+}
+
 TEST_CASE("a PV claiming to be ours but pointing outside the root is refused, never removed", "[e2e]") {
   Cluster c;
   std::string victim = c.tmp.path() + "/victim";
