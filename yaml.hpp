@@ -30,9 +30,11 @@
 
 namespace yaml_detail {
 
+// Far above what kubeconfigs and manifests hold (a kubeconfig with a hundred clusters, users
+// and contexts has a few thousand nodes), low enough that hostile input stays cheap.
 constexpr size_t kMaxDepth = 200;
-constexpr size_t kMaxNodes = 1000000;
-constexpr size_t kMaxBytes = 64 << 20;
+constexpr size_t kMaxNodes = 200000;
+constexpr size_t kMaxBytes = 16 << 20;
 constexpr char kStdTag[] = "tag:yaml.org,2002:";
 
 // YAML 1.2 core schema numbers: [-+]?[0-9]+ and [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?

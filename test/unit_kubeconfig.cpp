@@ -362,7 +362,7 @@ TEST_CASE("kubeconfig errors name the file, the entry and the field") {
       {"merge of a list", "current-context: x\nl: &l [1]\ncontexts:\n- <<: *l\n",
        "line 4, column 7: the value of a merge key (<<) must be a mapping or a list of mappings"},
       {"billion laughs", BillionLaughs(),
-       "line 6, column 45: more than 1000000 nodes or 64 MiB of text (aliases count each time they are used)"},
+       "line 6, column 10: more than 200000 nodes or 16 MiB of text (aliases count each time they are used)"},
       {"not a mapping", "- a\n", "not a kubeconfig (one mapping expected)"},
       {"two documents", "a: 1\n---\nb: 2\n", "not a kubeconfig (one mapping expected)"},
       {"no current-context", "contexts: []\n", "current-context is not set"},
