@@ -109,7 +109,11 @@ inline std::string ShortTag(const std::string& tag) {
   return tag.rfind(kStdTag, 0) == 0 ? "!!" + tag.substr(sizeof kStdTag - 1) : tag;
 }
 
-inline std::string UnsupportedTag(const std::string& tag) {
+// What is wrong with `tag` on a node of `kind` ("scalar", "mapping", "sequence") that does not take it.
+inline std::string TagError(const std::string& tag, const char* kind) {
+  for (const char* known : {"str", "int", "float", "bool", "null", "map", "seq"}) {
+    if (tag == kStdTag + std::string(known)) return ShortTag(tag) + " on a " + kind;
+  }
   return "tag " + ShortTag(tag) + " is not supported (only !!str, !!int, !!float, !!bool, !!null, !!map, !!seq)";
 }
 
@@ -123,8 +127,7 @@ inline std::string ResolveScalar(const std::string& text, const std::string& tag
   for (const char* type : {"null", "bool", "int", "float"}) {
     if (tag == kStdTag + std::string(type)) return ResolveCore(text, type, out);
   }
-  if (tag == kStdTag + std::string("map") || tag == kStdTag + std::string("seq")) return ShortTag(tag) + " on a scalar";
-  return UnsupportedTag(tag);
+  return TagError(tag, "scalar");
 }
 
 inline std::string At(const yaml_mark_t& m) {
@@ -221,10 +224,9 @@ class Builder {
   }
 
   std::string Open(bool mapping, const std::string& tag, const std::string& anchor) {
-    const std::string want = kStdTag + std::string(mapping ? "map" : "seq");
-    const std::string other = kStdTag + std::string(mapping ? "seq" : "map");
-    if (tag == other) return ShortTag(tag) + " on a " + (mapping ? "mapping" : "sequence");
-    if (!tag.empty() && tag != "!" && tag != want) return UnsupportedTag(tag);
+    if (!tag.empty() && tag != "!" && tag != kStdTag + std::string(mapping ? "map" : "seq")) {
+      return TagError(tag, mapping ? "mapping" : "sequence");
+    }
     if (stack_.size() + 1 > kMaxDepth) return DepthError();
     size_t nodes = nodes_, bytes = bytes_;
     std::string err = Count(1, 0);

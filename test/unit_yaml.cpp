@@ -175,6 +175,8 @@ const Rejected kRejected[] = {
     {"!!map on a scalar", "a: !!map x\n", "line 1, column 4: !!map on a scalar"},
     {"!!seq on a mapping", "a: !!seq {x: 1}\n", "line 1, column 4: !!seq on a mapping"},
     {"!!map on a sequence", "!!map [1]", "line 1, column 1: !!map on a sequence"},
+    {"!!str on a mapping", "a: !!str\n  b: 1\n", "line 1, column 4: !!str on a mapping"},
+    {"!!int on a sequence", "[!!int [1]]", "line 1, column 2: !!int on a sequence"},
     {"!!int of a float", "a: !!int 1.5\n", "line 1, column 4: \"1.5\" is not a valid !!int"},
     {"!!int of text", "a: !!int x\n", "line 1, column 4: \"x\" is not a valid !!int"},
     {"!!bool of a YAML 1.1 bool", "a: !!bool yes\n", "line 1, column 4: \"yes\" is not a valid !!bool"},
