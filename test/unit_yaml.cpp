@@ -241,6 +241,17 @@ TEST_CASE("nul byte in the middle is refused, not treated as the end") {
   CHECK(r.status().message() == "line 2, column 5: control characters are not allowed (0x00)");
 }
 
+TEST_CASE("keys longer than 1024 characters only as explicit keys (YAML's limit on implicit keys)") {
+  const std::string key(1100, 'k');
+  auto r = ParseYamlDocuments("? " + key + "\n: 1\n");
+  REQUIRE(r.ok());
+  CHECK((*r)[0].get(key).get<double>() == 1);
+  auto implicit = ParseYamlDocuments(key + ": 1\n");
+  REQUIRE_FALSE(implicit.ok());
+  CHECK(implicit.status().message() ==
+        "line 1, column 1101: mapping values are not allowed in this context");
+}
+
 TEST_CASE("UTF-16 with a byte-order mark, either byte order") {
   const std::string text = "a: 1\r\nb: [x, 'y']\r\n";
   for (bool little : {true, false}) {
