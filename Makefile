@@ -15,7 +15,7 @@ CXXFLAGS  := -std=c++17 $(WARN)
 # The shipped binary: small, static, hardened.
 REL_FLAGS := -Os -ffunction-sections -fdata-sections -fstack-protector-strong -D_FORTIFY_SOURCE=2
 REL_LINK  := -static -Wl,--gc-sections -Wl,-z,relro,-z,now -s
-LIBS      := -lssl -lcrypto -pthread
+LIBS      := -lyaml -lssl -lcrypto -pthread
 # Tests: quick to build, with debug info.
 TEST_FLAGS := -O1 -g
 

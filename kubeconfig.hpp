@@ -327,7 +327,8 @@ inline Status LoadKubeconfigInto(const std::string& path, bool allow_insecure, A
 
 }  // namespace kubeconfig_detail
 
-// Reads a kubeconfig file (YAML or JSON): current-context → context → cluster + user.
+// Reads a kubeconfig file (YAML or JSON, as yaml.hpp reads them: UTF-8 or UTF-16 with a
+// byte-order mark, anchors, aliases and merge keys): current-context → context → cluster + user.
 // Cluster: server (https:// only; no path), certificate-authority (a file; relative paths are
 // resolved against the kubeconfig's folder) or certificate-authority-data (base64), and
 // insecure-skip-tls-verify (refused unless allow_insecure, and never with a CA). User: token

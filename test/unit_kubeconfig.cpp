@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -114,6 +115,25 @@ users:
     client-key-data: {KEY_DATA}
 )";
 
+// Text as UTF-16 with a byte-order mark, as Windows PowerShell's ">" writes it (the text is ASCII).
+std::string Utf16(const std::string& ascii, bool little_endian) {
+  std::string out = little_endian ? "\xFF\xFE" : "\xFE\xFF";
+  for (char c : ascii) out += little_endian ? std::string{c, '\0'} : std::string{'\0', c};
+  return out;
+}
+
+// Ten mappings, each holding ten aliases of the one before: 10^10 nodes if expanded.
+std::string BillionLaughs() {
+  std::string text = "a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  for (int i = 1; i < 10; ++i) {
+    std::string prev = "*a" + std::to_string(i - 1);
+    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
+    for (int k = 1; k < 10; ++k) text += ", " + prev;
+    text += "]\n";
+  }
+  return text + "current-context: x\n";
+}
+
 // A minimal valid kubeconfig whose cluster and user bodies are given.
 std::string WithBodies(const std::string& cluster, const std::string& user) {
   return "current-context: c\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\n"
@@ -198,6 +218,99 @@ TEST_CASE("kubeconfig in JSON form") {
   CHECK(r->namespace_ == "ns1");
 }
 
+TEST_CASE("kubeconfig files as editors and shells save them: byte-order marks, UTF-16, line ends") {
+  const std::string text = Fill(kKubectlView, PemVars());
+  auto crlf = [](std::string t, const char* brk) {
+    for (size_t p = 0; (p = t.find('\n', p)) != std::string::npos; p += std::strlen(brk)) t.replace(p, 1, brk);
+    return t;
+  };
+  const std::pair<const char*, std::string> variants[] = {
+      {"UTF-8 with a byte-order mark", "\xEF\xBB\xBF" + text},
+      {"UTF-16LE with a byte-order mark (Windows PowerShell >)", Utf16(crlf(text, "\r\n"), true)},
+      {"UTF-16BE with a byte-order mark", Utf16(text, false)},
+      {"CRLF line ends", crlf(text, "\r\n")},
+      {"CR line ends (old Mac)", crlf(text, "\r")},
+  };
+  for (const auto& v : variants) {
+    SECTION(v.first) {
+      TempDir dir;
+      std::string path = dir.Write("config", v.second);
+      auto r = LoadKubeconfig(path, false);
+      INFO(r.status().message());
+      REQUIRE(r.ok());
+      CHECK(r->server == "https://127.0.0.1:6443");
+      CHECK(r->ca_pem == Ca().cert);
+      CHECK(r->client_cert_pem == Client().cert);
+      CHECK(r->client_key_pem == Client().key);
+      CHECK(r->namespace_ == "storage");
+    }
+  }
+}
+
+TEST_CASE("kubeconfig with anchors, aliases and merge keys") {
+  TempDir dir;
+  std::string path = dir.Write("config", Fill(R"(apiVersion: v1
+kind: Config
+clusters:
+- name: prod
+  cluster: &prod
+    server: https://10.0.0.1:6443
+    certificate-authority-data: {CA_DATA}
+- name: prod-direct
+  cluster:
+    <<: *prod
+    server: https://10.0.0.2:6443
+users:
+- name: admin
+  user: &admin
+    client-certificate-data: {CERT_DATA}
+    client-key-data: {KEY_DATA}
+- name: admin-again
+  user: *admin
+contexts:
+- name: &ctx direct
+  context: {cluster: prod-direct, user: admin-again, namespace: &ns storage}
+- name: other
+  context: {cluster: prod, user: admin, namespace: *ns}
+current-context: *ctx
+)", PemVars()));
+  auto r = LoadKubeconfig(path, false);
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  CHECK(r->server == "https://10.0.0.2:6443");  // the merging mapping's own key wins
+  CHECK(r->ca_pem == Ca().cert);                // from the merged mapping
+  CHECK(r->client_cert_pem == Client().cert);
+  CHECK(r->client_key_pem == Client().key);
+  CHECK(r->namespace_ == "storage");
+  CHECK(r->source == "kubeconfig " + path + " (context direct)");
+}
+
+TEST_CASE("kubeconfig with standard tags") {
+  TempDir dir;
+  std::string path = dir.Write("config", Fill(R"(current-context: !!str c
+contexts:
+- name: c
+  context: !!map {cluster: k, user: u, namespace: !!str 123}
+clusters:
+- name: k
+  cluster:
+    server: !!str https://h:1
+    certificate-authority-data: !!str {CA_DATA}
+    insecure-skip-tls-verify: !!bool false
+users: !!seq
+- name: u
+  user:
+    token: !!str 12345
+)", PemVars()));
+  auto r = LoadKubeconfig(path, false);
+  INFO(r.status().message());
+  REQUIRE(r.ok());
+  CHECK(r->ca_pem == Ca().cert);
+  CHECK(r->token == "12345");  // untagged, 12345 is a number and refused (see the errors test)
+  CHECK(r->namespace_ == "123");
+  CHECK_FALSE(r->insecure_skip_tls_verify);
+}
+
 TEST_CASE("insecure-skip-tls-verify only with allow_insecure, and never with a CA") {
   TempDir dir;
   std::string path = dir.Write("config", WithBodies("    server: https://h:1\n    insecure-skip-tls-verify: true\n",
@@ -237,7 +350,19 @@ TEST_CASE("kubeconfig errors name the file, the entry and the field") {
   const std::string ok_user = "    token: t\n";
   const std::string ok_cluster = "    server: https://h:1\n";
   const Bad cases[] = {
-      {"not YAML", "a: [1\n", "line 1: unterminated flow collection"},
+      {"not YAML", "a: [1\n",
+       "line 2, column 1: did not find expected ',' or ']' (while parsing a flow sequence at line 1, column 4)"},
+      {"duplicate key", WithBodies("    server: https://h:1\n    server: https://h:2\n", ok_user),
+       "line 9, column 5: duplicate key \"server\""},
+      {"complex key", "current-context: x\n? [a, b]\n: c\n", "line 2, column 3: complex keys (collections as keys) are not supported"},
+      {"invalid UTF-8", "current-context: \xC3\xA9t\xE9\n", "line 1, column 20: incomplete UTF-8 octet sequence"},
+      {"UTF-16 without a byte-order mark", std::string("c\0u\0r\0", 6), "line 1, column 2: control characters are not allowed (0x00)"},
+      {"unknown tag", WithBodies(ok_cluster, "    token: !vault secret/k8s\n"),
+       "line 12, column 12: tag !vault is not supported (only !!str, !!int, !!float, !!bool, !!null, !!map, !!seq)"},
+      {"merge of a list", "current-context: x\nl: &l [1]\ncontexts:\n- <<: *l\n",
+       "line 4, column 7: the value of a merge key (<<) must be a mapping or a list of mappings"},
+      {"billion laughs", BillionLaughs(),
+       "line 6, column 10: more than 200000 nodes or 16 MiB of text (aliases count each time they are used)"},
       {"not a mapping", "- a\n", "not a kubeconfig (one mapping expected)"},
       {"two documents", "a: 1\n---\nb: 2\n", "not a kubeconfig (one mapping expected)"},
       {"no current-context", "contexts: []\n", "current-context is not set"},
@@ -295,6 +420,8 @@ TEST_CASE("kubeconfig errors name the file, the entry and the field") {
       {"no credentials", WithBodies(ok_cluster, "    {}\n"),
        "user \"u\" has no credentials (token, tokenFile, or client-certificate and client-key)"},
       {"token not a string", WithBodies(ok_cluster, "    token: 123\n"), "user \"u\": token must be a string"},
+      {"insecure tagged as a string", WithBodies(ok_cluster + "    insecure-skip-tls-verify: !!str true\n", ok_user),
+       "cluster \"k\": insecure-skip-tls-verify must be true or false"},
       {"tokenFile missing", WithBodies(ok_cluster, "    tokenFile: tok\n"),
        "user \"u\": tokenFile: read {DIR}/tok: No such file or directory"},
       {"certificate without key", WithBodies(ok_cluster, "    client-certificate-data: " + Base64(Client().cert) + "\n"),
