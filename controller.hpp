@@ -319,8 +319,8 @@ class Controller {
     auto start = std::chrono::steady_clock::now();
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
     if (Status s = root_->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
-      return ProvisionFailed(claim, "cannot make directory " + path + ": " + s.message() +
-                                        "; check that PV_DIR is writable by the provisioner");
+      const std::string hint = FixHint(s);
+      return ProvisionFailed(claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint));
     }
     // Before the create, so that its watch event, which another worker may handle, finds it.
     created_.Insert(a.volume.meta.name);
@@ -416,8 +416,10 @@ class Controller {
     if (!other.empty())
       return DeleteFailed(v, "PersistentVolume " + other + " also uses " + path +
                                  "; refusing to delete its data (delete that volume first, or remove the data by hand)");
-    if (Status s = root_->RemoveTree(a.dir_name); !s.ok())
-      return DeleteFailed(v, "removing " + path + " failed: " + s.message() + "; will retry");
+    if (Status s = root_->RemoveTree(a.dir_name); !s.ok()) {
+      const std::string hint = FixHint(s);
+      return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
+    }
     if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
       if (Outcome o = DropFinalizer(w, v); o.retry) return o;
     }

@@ -57,7 +57,23 @@ inline std::string ErrnoText(int err) {
 // kConflict, everything else kError. `context` names the operation and the path.
 inline Status PosixError(const std::string& context, int err) {
   Status::Code code = err == ENOENT ? Status::kNotFound : err == EEXIST ? Status::kConflict : Status::kError;
-  return Status(code, context + ": " + fsops_detail::ErrnoText(err));
+  return Status(code, context + ": " + fsops_detail::ErrnoText(err), err);
+}
+
+// What a user can do about a failed filesystem call, from its errno ("" when nothing useful).
+inline std::string FixHint(const Status& s) {
+  switch (s.sys_errno()) {
+    case EACCES:
+    case EPERM: return "check that PV_DIR is writable by the provisioner (owner, mode, SELinux or AppArmor)";
+    case EROFS: return "PV_DIR is on a read-only filesystem: mount it read-write";
+    case ENOSPC: return "the filesystem of PV_DIR is full: free some space";
+    case EDQUOT: return "the disk quota of PV_DIR is used up";
+    case EMFILE:
+    case ENFILE: return "the provisioner has too many files open: raise its open-file limit";
+    case ENOENT:
+    case ESTALE: return "PV_DIR is gone or was replaced: check the mount, then restart the provisioner";
+    default: return "";
+  }
 }
 
 namespace fsops_detail {

@@ -14,20 +14,23 @@ class Status {
   static Status Error(std::string message) { return Status(kError, std::move(message)); }
   static Status Invalid(std::string message) { return Status(kInvalid, std::move(message)); }
   static Status NotFound(std::string message) { return Status(kNotFound, std::move(message)); }
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(Code code, std::string message, int sys_errno = 0)
+      : code_(code), message_(std::move(message)), errno_(sys_errno) {}
 
   bool ok() const { return code_ == kOk; }
   Code code() const { return code_; }
+  int sys_errno() const { return errno_; }  // the errno behind a failed system call; 0 if none
   const std::string& message() const { return message_; }
 
   // Returns a copy whose message is "context: message" (one line of context per layer).
   Status Wrap(const std::string& context) const {
-    return ok() ? *this : Status(code_, context + ": " + message_);
+    return ok() ? *this : Status(code_, context + ": " + message_, errno_);
   }
 
  private:
   Code code_ = kOk;
   std::string message_;
+  int errno_ = 0;
 };
 
 template <class T>

@@ -2,7 +2,10 @@
 // API (objects, events) and on disk (directories, files).
 #include <catch2/catch.hpp>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
+
+#include <cstring>
 
 #include "harness.hpp"
 
@@ -33,6 +36,14 @@ struct Cluster {
     return pv_dir + "/" + ns + "-" + claim + "-" + VolumeOf(ns, claim);
   }
 };
+
+// Is there an event about the object with this reason and a message containing `part`?
+bool HasEvent(FakeApi& api, const std::string& ns, const std::string& name, const std::string& reason,
+              const std::string& part) {
+  for (const auto& e : api.EventsAbout(ns, name))
+    if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) return true;
+  return false;
+}
 
 int CountWithReason(const std::vector<picojson::value>& events, const std::string& reason) {
   int n = 0;
@@ -209,6 +220,27 @@ TEST_CASE("a claim annotated for us but without a class gets one event, not one 
   }
 }
 
+TEST_CASE("a full volume root is reported as full, not as a permission problem", "[e2e]") {
+  Cluster c;
+  // A filesystem with no inode left: mkdir fails with ENOSPC.
+  if (::mount("tmpfs", c.pv_dir.c_str(), "tmpfs", 0, "nr_inodes=1,size=1m") != 0) {
+    WARN("SKIPPED: cannot mount a tmpfs here: " << strerror(errno));
+    return;
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{c.pv_dir};
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "no-room", "hostpath"));
+  REQUIRE(Eventually([&] { return HasEvent(c.api, "default", "no-room", "ProvisioningFailed", "No space left"); }));
+  for (const auto& e : c.api.EventsAbout("default", "no-room")) {
+    if (e.get("reason").to_str() != "ProvisioningFailed") continue;
+    CHECK_THAT(e.get("message").to_str(), Catch::Contains("is full: free some space"));
+    CHECK_THAT(e.get("message").to_str(), !Catch::Contains("writable"));
+  }
+}
+
 TEST_CASE("a PV claiming to be ours but pointing outside the root is refused, never removed", "[e2e]") {
   Cluster c;
   std::string victim = c.tmp.path() + "/victim";
@@ -242,13 +274,6 @@ std::string ImpostorPv(const std::string& name, const std::string& claim, const 
     "spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"persistentVolumeReclaimPolicy":"Delete",
     "storageClassName":"hostpath","hostPath":{"path":")" + path + R"("},
     "claimRef":{"namespace":"default","name":")" + claim + R"(","uid":")" + uid + R"("}}})";
-}
-
-bool HasEvent(FakeApi& api, const std::string& ns, const std::string& name, const std::string& reason,
-              const std::string& part) {
-  for (const auto& e : api.EventsAbout(ns, name))
-    if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) return true;
-  return false;
 }
 
 }  // namespace
