@@ -34,9 +34,7 @@ inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8
 // A value for a query string: all but unreserved characters percent-encoded (as Go's
 // url.QueryEscape, with %20 for a space).
 inline std::string QueryEscape(const std::string& v) {
-  std::string out;
-  AppendPercentEncoded(v, [](unsigned char c) { return std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~'; }, &out);
-  return out;
+  return httplib::detail::encode_query_param(v);
 }
 }  // namespace api
 
