@@ -157,7 +157,8 @@ inline Status::Code CodeFor(int http) {
 }
 
 // The resource named by a path, for metrics: "/api/v1/namespaces/x/events/y" -> "events".
-inline std::string ResourceOf(const std::string& path) {
+// *named, if given, says whether the path goes on to the name of one object ("y").
+inline std::string ResourceOf(const std::string& path, bool* named = nullptr) {
   std::string p = path.substr(0, path.find('?'));
   std::vector<std::string> parts;
   for (size_t i = 0; i < p.size();) {
@@ -168,6 +169,7 @@ inline std::string ResourceOf(const std::string& path) {
   }
   size_t start = (!parts.empty() && parts[0] == "api") ? 2 : 3;  // api/v1 or apis/group/v1
   if (parts.size() > start + 1 && parts[start] == "namespaces") start += 2;
+  if (named != nullptr) *named = parts.size() > start + 1;
   return parts.size() > start ? parts[start] : "";
 }
 
@@ -475,8 +477,9 @@ class ApiConnection {
 
   static std::string VerbOf(const std::string& method, const std::string& path) {
     if (method == "GET") {
-      // a name after the collection makes it a get; we only GET collections to list
-      return path.find("watch=") != std::string::npos ? "watch" : "list";
+      bool named = false;
+      k8s_detail::ResourceOf(path, &named);
+      return path.find("watch=") != std::string::npos ? "watch" : named ? "get" : "list";
     }
     if (method == "POST") return "create";
     if (method == "PUT") return "update";

@@ -384,12 +384,13 @@ TEST_CASE("the observer hears of each finished request: verb, resource and code 
   CHECK(conn->Request("PATCH", "/apis/storage.k8s.io/v1/storageclasses/c", "{}").ok());
   CHECK(conn->Request("DELETE", "/api/v1/persistentvolumes/pv").ok());
   CHECK(conn->Request("GET", "/api/v1/persistentvolumeclaims?limit=500").ok());
+  CHECK(conn->Request("GET", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/hostpath").ok());
   CHECK(conn->Stream("/api/v1/persistentvolumes?watch=true", [](const std::string&) { return true; },
                      std::chrono::seconds(5))
             .ok());
   CHECK(heard == std::vector<std::string>{"create persistentvolumes 201", "update events 201", "patch storageclasses 201",
                                           "delete persistentvolumes 201", "list persistentvolumeclaims 201",
-                                          "watch persistentvolumes 200"});
+                                          "get leases 201", "watch persistentvolumes 200"});
   SECTION("no answer") {
     int port;
     {
