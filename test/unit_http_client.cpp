@@ -343,7 +343,8 @@ TEST_CASE("a 401 makes the token be re-read and the request sent once more") {
       std::string req = ReadRequest(ssl);
       if (req.empty()) return;
       std::string path = req.substr(4, req.find(" HTTP/1.1") - 4);
-      std::string tok = HeaderOf(req, "Authorization").substr(7);
+      std::string auth = HeaderOf(req, "Authorization");
+      std::string tok = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : "(none)";
       seen.push_back(path + " " + tok);
       WriteAll(ssl, tok == "old" ? "HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n" : Ok(path));
     }
