@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -24,6 +23,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "k8s_json.hpp"
 #include "kubeconfig.hpp"
