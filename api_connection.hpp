@@ -3,20 +3,28 @@
 // streams, and HTTP answers as Status values. No Kubernetes types here: k8s.hpp makes the
 // typed calls over an ApiConnection.
 #pragma once
+#include <arpa/inet.h>
+#include <httplib.h>
+#include <netdb.h>
+#include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
-#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
-#include "http_client.hpp"
 #include "k8s_json.hpp"
 #include "kubeconfig.hpp"
 #include "log.hpp"
@@ -125,22 +133,6 @@ struct ApiEndpoint {
     e->description = c.server + " (" + c.source + ")";
     return e;
   }
-
-  // The TLS context every connection to this server shares, made on first use. Errors: a CA or
-  // client certificate or key that cannot be used.
-  Result<std::shared_ptr<const TlsContext>> Tls() const {
-    std::lock_guard<std::mutex> lock(tls_mu_);
-    if (tls_ == nullptr) {
-      auto made = TlsContext::Make({ca_pem, client_cert_pem, client_key_pem, !insecure});
-      if (!made.ok()) return Status(made.status().code(), made.status().message() + " (" + description + ")");
-      tls_ = *made;
-    }
-    return tls_;
-  }
-
- private:
-  mutable std::mutex tls_mu_;
-  mutable std::shared_ptr<const TlsContext> tls_;
 };
 
 namespace k8s_detail {
@@ -165,7 +157,8 @@ inline Status::Code CodeFor(int http) {
 }
 
 // The resource named by a path, for metrics: "/api/v1/namespaces/x/events/y" -> "events".
-inline std::string ResourceOf(const std::string& path) {
+// *named, if given, says whether the path goes on to the name of one object ("y").
+inline std::string ResourceOf(const std::string& path, bool* named = nullptr) {
   std::string p = path.substr(0, path.find('?'));
   std::vector<std::string> parts;
   for (size_t i = 0; i < p.size();) {
@@ -176,26 +169,85 @@ inline std::string ResourceOf(const std::string& path) {
   }
   size_t start = (!parts.empty() && parts[0] == "api") ? 2 : 3;  // api/v1 or apis/group/v1
   if (parts.size() > start + 1 && parts[start] == "namespaces") start += 2;
+  if (named != nullptr) *named = parts.size() > start + 1;
   return parts.size() > start ? parts[start] : "";
 }
 
 }  // namespace k8s_detail
 
-// One keep-alive HTTPS connection to the API server. Not thread-safe: each thread (each
-// watch, the worker) has its own. Stop() may be called from another thread to abort.
+// httplib's SSLClient, which also drops a kept-alive connection the server has begun to close:
+// httplib's own check takes a close_notify waiting on it for a live connection, and sends on it.
+class KeptAliveClient : public httplib::SSLClient {
+ public:
+  using httplib::SSLClient::SSLClient;
+
+  // Before a request: closes the idle connection if anything (bytes, or its end) waits on it.
+  void DropIfClosing() {
+    bool closing;
+    {
+      std::lock_guard<std::mutex> lock(socket_mutex_);  // against stop() from another thread
+      char c;
+      closing = socket_.is_open() && ::recv(socket_.sock, &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0;
+    }
+    if (closing) stop();
+  }
+};
+
+// One keep-alive HTTPS connection to the API server (cpp-httplib's SSLClient). Not
+// thread-safe: each thread (each watch, the worker) has its own. Stop() may be called from
+// another thread to abort the request in progress.
 class ApiConnection {
  public:
   explicit ApiConnection(std::shared_ptr<const ApiEndpoint> ep) : ep_(std::move(ep)) {}
 
-  // Prepares TLS. Errors: a CA or client certificate that cannot be read.
+  // Prepares TLS. Errors (Invalid, naming the endpoint): a CA, or a client certificate and key,
+  // that cannot be used.
   Status Init() {
-    auto tls = ep_->Tls();
-    if (!tls.ok()) return tls.status();
-    cli_ = std::make_unique<HttpsClient>(*tls, ep_->host, ep_->port);
+    auto invalid = [this](const std::string& what) { return Status::Invalid(what + " (" + ep_->description + ")"); };
+    const std::string bad_pair = "the client certificate and key are not valid PEM, or do not belong together";
+    const bool with_cert = !ep_->client_cert_pem.empty() || !ep_->client_key_pem.empty();
+    X509* cert = with_cert ? ReadPem<X509>(ep_->client_cert_pem, PEM_read_bio_X509) : nullptr;
+    EVP_PKEY* key = with_cert ? ReadPem<EVP_PKEY>(ep_->client_key_pem, PEM_read_bio_PrivateKey) : nullptr;
+    std::unique_ptr<KeptAliveClient> cli;
+    if (!with_cert || (cert != nullptr && key != nullptr))
+      cli = std::make_unique<KeptAliveClient>(ep_->host, ep_->port, cert, key);  // it takes its own references
+    X509_free(cert);
+    EVP_PKEY_free(key);
+    ERR_clear_error();
+    if (cli == nullptr || !cli->is_valid()) return invalid(bad_pair);  // is_valid: the key fits the certificate
+    SSL_CTX* ctx = cli->ssl_context();
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (ep_->insecure) {
+      cli->enable_server_certificate_verification(false);
+    } else {
+      if (!ep_->ca_pem.empty()) {
+        X509_STORE* store = StoreOf(ep_->ca_pem);
+        if (store == nullptr) return invalid("the CA certificate is not valid PEM");
+        cli->set_ca_cert_store(store);  // the client's context owns it
+        // httplib adds the system's CAs to the store unless it is given a path to load: a
+        // directory that cannot hold any keeps the trust to the configured CA alone.
+        cli->set_ca_cert_path("", "/dev/null");
+      }
+      // httplib's own name check falls back to the common name and takes partial wildcards;
+      // OpenSSL's, run with the chain's, does neither and says why it refused.
+      X509_VERIFY_PARAM* param = SSL_CTX_get0_param(ctx);
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      in6_addr ip{};
+      bool is_ip = inet_pton(AF_INET, ep_->host.c_str(), &ip) == 1 || inet_pton(AF_INET6, ep_->host.c_str(), &ip) == 1;
+      if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, ep_->host.c_str()) != 1
+                : X509_VERIFY_PARAM_set1_host(param, ep_->host.c_str(), 0) != 1)
+        return invalid("cannot check the server's certificate for the name \"" + ep_->host + "\"");
+    }
+    cli->set_keep_alive(true);
+    cli->set_url_encode(false);  // Send encodes the path itself
+    cli->set_tcp_nodelay(true);  // headers and body are two writes: the body must not wait for an ACK
+    cli->set_connection_timeout(kConnectTimeout);
+    cli->set_write_timeout(std::chrono::seconds(30));
+    cli_ = std::move(cli);
     return Status::Ok();
   }
 
-  // Sends one request and reads the whole answer. `timeout` bounds the read. A 401 makes the
+  // Sends one request and reads the whole answer. `timeout` bounds each read. A 401 makes the
   // token be re-read and the request sent once more. Transport failures come back as
   // Unavailable statuses; HTTP errors come back as a response (callers use Check()).
   Result<HttpResponse> Request(const std::string& method, const std::string& path, const std::string& body = "",
@@ -209,95 +261,214 @@ class ApiConnection {
     return r;
   }
 
-  // A request, to send alone or together with others (RequestAll).
-  struct Call {
-    std::string method, path, body;
-    std::string content_type = "application/json";
-  };
-  Result<HttpResponse> Request(const Call& c, std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    return Request(c.method, c.path, c.body, c.content_type, timeout);
-  }
-
-  // Sends the calls at once, pipelined over the connection (one write; the server answers them
-  // in order), and reads every answer whole: a result per call, in order, as Request gives. A
-  // call the connection broke before answering gets an Unavailable status: it may or may not
-  // have been done. 401 answers make the token be re-read and those calls sent once more.
-  std::vector<Result<HttpResponse>> RequestAll(const std::vector<Call>& calls,
-                                               std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    std::vector<Result<HttpResponse>> out = AllOnce(calls, timeout);
-    std::vector<size_t> again;
-    for (size_t i = 0; i < out.size(); ++i)
-      if (out[i].ok() && out[i]->status == 401) again.push_back(i);
-    if (again.empty() || !ep_->token) return out;
-    ep_->token->Invalidate();
-    std::vector<Call> retry;
-    for (size_t i : again) retry.push_back(calls[i]);
-    std::vector<Result<HttpResponse>> second = AllOnce(retry, timeout);
-    for (size_t k = 0; k < again.size(); ++k) out[again[k]] = std::move(second[k]);
-    return out;
-  }
-
   // GETs `path` as a stream and calls on_line for each complete line. Returns when the server
-  // ends the stream (ok), on_line returns false (ok), Stop() is called, the read times out,
-  // or the answer is not 200 (its Status). A 401 makes the token be re-read for next time.
+  // ends the stream (ok), on_line returns false (ok), Stop() is called (ok), a read waits longer
+  // than read_timeout, or the answer is not 200 (its Status). A 401 makes the token be re-read
+  // for next time.
   Status Stream(const std::string& path, const std::function<bool(const std::string&)>& on_line,
                 std::chrono::seconds read_timeout) {
-    last_retry_after_ = 0;
-    std::string headers = Headers();
-    int code = 0;
-    int retry_after = 0;
     std::string error_body;
     WatchLineSplitter splitter;
     Status split_status;
     bool stopped_by_caller = false;
-    HttpsClient::Error e = cli_->Send(
-        {"GET", path, headers, "", "", read_timeout},
-        [&](const HttpsClient::Head& h) {
-          code = h.status;
-          retry_after = h.retry_after;
-          return true;
-        },
-        [&](const char* data, size_t n) {
-          if (code != 200) {
-            if (error_body.size() < 65536) error_body.append(data, n);
-            return true;
-          }
-          split_status = splitter.Feed(data, n, [&](const std::string& line) {
-            if (!stopped_by_caller && !on_line(line)) stopped_by_caller = true;
-          });
-          return split_status.ok() && !stopped_by_caller;
-        });
-    // As for other requests, 0 when the transport failed (here: after the answer's head).
-    bool whole = e == HttpsClient::Error::kNone || e == HttpsClient::Error::kCanceled;
-    Observe("watch", path, whole ? code : 0);
-    if (stopped_by_caller) return Status::Ok();
+    Answer a = Send("GET", path, "", "", read_timeout, [&](int status, const char* data, size_t n) {
+      if (status != 200) {
+        if (error_body.size() < 65536) error_body.append(data, n);
+        return true;
+      }
+      split_status = splitter.Feed(data, n, [&](const std::string& line) {
+        if (!stopped_by_caller && !on_line(line)) stopped_by_caller = true;
+      });
+      return split_status.ok() && !stopped_by_caller;
+    });
+    last_retry_after_ = a.retry_after;
+    Observe("watch", path, a.whole ? a.status : 0);
+    if (stopped_by_caller || stopped_) return Status::Ok();
     if (!split_status.ok()) return split_status.Wrap("watch " + path);
-    if (code == 401 && ep_->token) ep_->token->Invalidate();
-    if (code != 0 && code != 200) {
-      last_retry_after_ = retry_after;
-      return Status(k8s_detail::CodeFor(code), StatusMessage(code, error_body));
-    }
-    if (e != HttpsClient::Error::kNone && e != HttpsClient::Error::kCanceled) return Unreachable("watch " + path, e);
+    if (a.status == 401 && ep_->token) ep_->token->Invalidate();
+    if (a.status != 0 && a.status != 200)
+      return Status(k8s_detail::CodeFor(a.status), StatusMessage(a.status, error_body));
+    if (!a.failure.empty()) return Unreachable("watch " + path, a.failure);
     return Status::Ok();
   }
 
-  // Aborts a request or stream in progress on another thread.
+  // From another thread: aborts the request or stream in progress.
   void Stop() {
-    if (cli_) cli_->Stop();
+    stopped_ = true;
+    if (cli_) cli_->stop();
   }
 
   // The Retry-After of the last answer (request or stream), in seconds (0 if none).
   int last_retry_after() const { return last_retry_after_; }
 
  private:
-  // Accept, User-Agent and the bearer token, as header lines.
-  std::string Headers() const {
-    std::string h = "Accept: application/json\r\nUser-Agent: hostpath-provisioner\r\n";
+  static constexpr std::chrono::seconds kConnectTimeout{10};  // also bounds the TLS handshake
+
+  // What came of one exchange: the answer's status (0 if none came) and Retry-After, whether it
+  // was read to its end (or until a receiver or Stop() ended it), and if not, why, in words.
+  struct Answer {
+    int status = 0;
+    int retry_after = 0;
+    bool whole = false;
+    std::string failure;
+  };
+  using Receiver = std::function<bool(int status, const char* data, size_t n)>;
+
+  // Sends one request and hands the answer's body to `receive` as it arrives (false: stop).
+  Answer Send(const std::string& method, const std::string& path, const std::string& body,
+              const std::string& content_type, std::chrono::seconds read_timeout, const Receiver& receive) {
+    stopped_ = false;
+    httplib::Request req;
+    req.method = method;
+    req.path = EncodedPath(path);
+    req.headers = {{"Accept", "application/json"}, {"User-Agent", "hostpath-provisioner"}};
     if (ep_->token) {
       std::string t = ep_->token->Get();
-      if (!t.empty()) h.append("Authorization: Bearer ").append(t).append("\r\n");
+      if (!t.empty()) req.headers.emplace("Authorization", "Bearer " + t);
     }
-    return h;
+    if (!body.empty()) {
+      req.body = body;
+      req.headers.emplace("Content-Type", content_type);
+    }
+    httplib::Response res;
+    auto last_read = std::chrono::steady_clock::now();  // tells a read that timed out from a closed connection
+    bool stopped_by_receiver = false;
+    req.response_handler = [&](const httplib::Response&) {
+      last_read = std::chrono::steady_clock::now();
+      return true;
+    };
+    req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+      last_read = std::chrono::steady_clock::now();
+      stopped_by_receiver = !receive(res.status, data, n);
+      return !stopped_by_receiver;
+    };
+    cli_->set_read_timeout(read_timeout);
+    cli_->DropIfClosing();
+    ERR_clear_error();  // what OpenSSL says after a failed handshake must be about this one
+    httplib::Error e = httplib::Error::Success;
+    bool ok = cli_->send(req, res, e);
+    Answer a;
+    a.status = res.status > 0 ? res.status : 0;
+    a.retry_after = RetryAfter(res.get_header_value("Retry-After"));
+    a.whole = ok || stopped_by_receiver || (stopped_ && a.status != 0);
+    if (ok || stopped_by_receiver) return a;
+    bool timed_out = std::chrono::steady_clock::now() - last_read >= read_timeout;
+    a.failure = stopped_ ? "canceled" : Describe(e, timed_out, read_timeout);
+    return a;
+  }
+
+  Result<HttpResponse> Once(const std::string& method, const std::string& path, const std::string& body,
+                            const std::string& content_type, std::chrono::seconds timeout) {
+    if (method != "POST" && method != "PUT" && method != "PATCH" && method != "DELETE" && method != "GET")
+      return Status::Error("unsupported method " + method);
+    HttpResponse out;
+    Answer a = Send(method, path, body, content_type, timeout, [&](int, const char* data, size_t n) {
+      out.body.append(data, n);
+      return true;
+    });
+    last_retry_after_ = a.retry_after;
+    Observe(VerbOf(method, path), path, a.whole ? a.status : 0);
+    if (!a.failure.empty()) return Unreachable(method + " " + path, a.failure);
+    out.status = a.status;
+    out.retry_after = a.retry_after;
+    return out;
+  }
+
+  Status Unreachable(const std::string& what, const std::string& failure) const {
+    return Status(Status::kUnavailable, what + ": " + failure + " talking to " + ep_->description);
+  }
+
+  // A transport failure in words ("cannot connect: Connection refused").
+  std::string Describe(httplib::Error e, bool timed_out, std::chrono::seconds read_timeout) const {
+    switch (e) {
+      case httplib::Error::Connection: return WhyNoConnection(ep_->host, ep_->port);
+      case httplib::Error::ConnectionTimeout:
+        return "cannot connect: no answer within " + std::to_string(kConnectTimeout.count()) + " s";
+      case httplib::Error::SSLConnection: {
+        const char* why = ERR_reason_error_string(ERR_peek_error());
+        ERR_clear_error();
+        return std::string("TLS handshake failed") + (why != nullptr ? std::string(": ") + why : "");
+      }
+      case httplib::Error::SSLServerVerification: {
+        long v = cli_->get_openssl_verify_result();
+        return std::string("the server's TLS certificate was refused: ") +
+               (v != X509_V_OK ? X509_verify_cert_error_string(v) : "hostname mismatch") +
+               " (it must be signed by the configured CA and name " + ep_->host + ")";
+      }
+      case httplib::Error::SSLLoadingCerts: return "the system's CA certificates cannot be loaded";
+      case httplib::Error::Write: return "sending the request failed";
+      case httplib::Error::Read:
+        return timed_out ? "no answer within " + std::to_string(read_timeout.count()) + " s"
+                         : "the connection closed before the answer was complete, or the answer is not HTTP/1.1";
+      default: return httplib::to_string(e);
+    }
+  }
+
+  // Why a dial failed, in the system's words. httplib's Error::Connection drops them, so this
+  // dials once more (after a failure only; the connect bounded by 2 s).
+  static std::string WhyNoConnection(const std::string& host, int port) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* list = nullptr;
+    if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &list); rc != 0)
+      return "cannot resolve " + host + ": " + ::gai_strerror(rc);
+    int fd = ::socket(list->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    timeval limit{2, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+    int err = fd < 0 || ::connect(fd, list->ai_addr, list->ai_addrlen) != 0 ? errno : 0;
+    if (fd >= 0) ::close(fd);
+    ::freeaddrinfo(list);
+    if (err == 0 || err == EINPROGRESS) return "cannot connect";
+    return "cannot connect: " + std::string(std::strerror(err));
+  }
+
+  // The path as it is, but with bytes that may not appear in a request line (spaces, controls,
+  // non-ASCII) percent-encoded, so that a value cannot split or bend the request. By hand:
+  // httplib's encode_url leaves tabs and other controls, and ends the path at a NUL.
+  static std::string EncodedPath(const std::string& p) {
+    static const char kHex[] = "0123456789ABCDEF";
+    std::string out;
+    for (unsigned char c : p) {
+      if (c > 0x20 && c < 0x7f) {
+        out.push_back(static_cast<char>(c));
+      } else {
+        out.append({'%', kHex[c >> 4], kHex[c & 15]});
+      }
+    }
+    return out;
+  }
+
+  // Retry-After in seconds; 0 if absent or not a number of seconds.
+  static int RetryAfter(const std::string& v) {
+    if (v.empty() || v.size() > 8) return 0;
+    for (char c : v)
+      if (c < '0' || c > '9') return 0;
+    return std::stoi(v);
+  }
+
+  // Every certificate of a PEM bundle in a new store; nullptr if there is none.
+  static X509_STORE* StoreOf(const std::string& pem) {
+    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    X509_STORE* store = X509_STORE_new();
+    int n = 0;
+    while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+      if (X509_STORE_add_cert(store, cert) == 1) ++n;
+      X509_free(cert);
+    }
+    BIO_free(bio);
+    ERR_clear_error();  // the end of the bundle reads as an error
+    if (n > 0) return store;
+    X509_STORE_free(store);
+    return nullptr;
+  }
+
+  template <typename T, typename Read>
+  static T* ReadPem(const std::string& pem, Read read) {
+    BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+    pem_password_cb* no_password = [](char*, int, int, void*) { return 0; };  // never prompt
+    T* out = read(bio, nullptr, no_password, nullptr);
+    BIO_free(bio);
+    return out;
   }
 
   void Observe(const std::string& verb, const std::string& path, int code) const {
@@ -306,8 +477,9 @@ class ApiConnection {
 
   static std::string VerbOf(const std::string& method, const std::string& path) {
     if (method == "GET") {
-      // a name after the collection makes it a get; we only GET collections to list
-      return path.find("watch=") != std::string::npos ? "watch" : "list";
+      bool named = false;
+      k8s_detail::ResourceOf(path, &named);
+      return path.find("watch=") != std::string::npos ? "watch" : named ? "get" : "list";
     }
     if (method == "POST") return "create";
     if (method == "PUT") return "update";
@@ -315,54 +487,9 @@ class ApiConnection {
     return "delete";
   }
 
-  // A transport failure as an Unavailable status that says what failed and where.
-  Status Unreachable(const std::string& what, HttpsClient::Error e) const {
-    std::string why = cli_->Describe(e);
-    if (e == HttpsClient::Error::kVerify)
-      why = "the server's TLS certificate was refused: " + std::string(X509_verify_cert_error_string(cli_->verify_result())) +
-            " (it must be signed by the configured CA and name " + ep_->host + ")";
-    return Status(Status::kUnavailable, what + ": " + why + " talking to " + ep_->description);
-  }
-
-  Result<HttpResponse> Once(const std::string& method, const std::string& path, const std::string& body,
-                            const std::string& content_type, std::chrono::seconds timeout) {
-    return std::move(AllOnce({{method, path, body, content_type}}, timeout)[0]);
-  }
-
-  // The calls sent once, pipelined (see RequestAll): a result each.
-  std::vector<Result<HttpResponse>> AllOnce(const std::vector<Call>& calls, std::chrono::seconds timeout) {
-    std::vector<Result<HttpResponse>> out;
-    for (const Call& c : calls) {
-      if (c.method != "POST" && c.method != "PUT" && c.method != "PATCH" && c.method != "DELETE" && c.method != "GET")
-        return std::vector<Result<HttpResponse>>(calls.size(), Status::Error("unsupported method " + c.method));
-    }
-    last_retry_after_ = 0;
-    std::string headers = Headers();
-    std::vector<HttpsClient::Request> reqs;
-    for (const Call& c : calls)
-      reqs.push_back({c.method, c.path, headers, c.body.empty() ? std::string_view() : std::string_view(c.content_type),
-                      c.body, timeout});
-    std::vector<HttpsClient::Response> res(calls.size());
-    size_t answered = 0;
-    HttpsClient::Error e = cli_->SendAll(reqs.data(), reqs.size(), res.data(), &answered);
-    for (size_t i = 0; i < calls.size(); ++i) {
-      Observe(VerbOf(calls[i].method, calls[i].path), calls[i].path, i < answered ? res[i].status : 0);
-      if (i >= answered) {
-        out.push_back(Unreachable(calls[i].method + " " + calls[i].path, e));
-        continue;
-      }
-      HttpResponse r;
-      r.status = res[i].status;
-      r.body = std::move(res[i].body);
-      r.retry_after = res[i].retry_after;
-      if (r.retry_after > last_retry_after_) last_retry_after_ = r.retry_after;
-      out.push_back(std::move(r));
-    }
-    return out;
-  }
-
   std::shared_ptr<const ApiEndpoint> ep_;
-  std::unique_ptr<HttpsClient> cli_;
+  std::unique_ptr<KeptAliveClient> cli_;
+  std::atomic<bool> stopped_{false};  // Stop() was called during the exchange in progress
   int last_retry_after_ = 0;
 };
 

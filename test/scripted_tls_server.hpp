@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "test/fake_tls.hpp"
-#include "http_client.hpp"
+#include "kubeconfig.hpp"
 
 class ScriptedServer {
  public:
@@ -50,11 +50,13 @@ class ScriptedServer {
   int handshakes() const { return handshakes_; }  // connections that completed the handshake
   const std::string& ca_pem() const { return ca_pem_; }
 
-  // A client that trusts this server's test CA.
-  std::unique_ptr<HttpsClient> Client() const {
-    auto tls = TlsContext::Make({ca_pem_, "", "", true});
-    REQUIRE(tls.ok());
-    return std::make_unique<HttpsClient>(*tls, "127.0.0.1", port_);
+  // Credentials for https://127.0.0.1:port that trust this server's test CA.
+  ApiCredentials Credentials() const {
+    ApiCredentials c;
+    c.server = "https://127.0.0.1:" + std::to_string(port_);
+    c.ca_pem = ca_pem_;
+    c.source = "test";
+    return c;
   }
 
  private:

@@ -1,5 +1,5 @@
-// TlsContext and TlsSocket (through HttpsClient): whom the client trusts (the configured CA, the server's name or
-// address), the client certificate it presents, and the messages a user sees when TLS fails.
+// TLS of ApiConnection (api_connection.hpp, over httplib's SSLClient): whom the client trusts (the configured CA,
+// the server's name or address), the client certificate it presents, and the messages a user sees when TLS fails.
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -7,7 +7,7 @@
 #include <fstream>
 #include <string>
 
-#include "k8s.hpp"
+#include "api_connection.hpp"
 #include "test/fake_tls.hpp"
 #include "test/scripted_tls_server.hpp"
 
@@ -75,36 +75,39 @@ struct HelloServer {
   }
 };
 
-std::unique_ptr<HttpsClient> ClientOf(const TlsContext::Options& o, const std::string& host, int port) {
-  auto tls = TlsContext::Make(o);
-  REQUIRE(tls.ok());
-  auto cli = std::make_unique<HttpsClient>(*tls, host, port);
-  cli->set_connect_timeout(std::chrono::seconds(5));
-  return cli;
-}
-
-// GET /version through `cli`: kNone, or what went wrong.
-HttpsClient::Error Get(HttpsClient& cli, HttpsClient::Response* out = nullptr) {
-  HttpsClient::Response r;
-  return cli.Send({"GET", "/version", "", "", "", std::chrono::seconds(5)}, out != nullptr ? out : &r);
-}
-
-// A request through `cli` that must reach the HelloServer.
-void ExpectHello(HttpsClient& cli) {
-  HttpsClient::Response r;
-  REQUIRE(Get(cli, &r) == HttpsClient::Error::kNone);
-  CHECK(r.body == "hello");
-}
-
-// The endpoint of https://127.0.0.1:port that trusts ca_pem.
-std::shared_ptr<ApiEndpoint> EndpointOf(int port, const std::string& ca_pem, const std::string& source) {
+// The credentials of https://host:port, trusting ca_pem ("" = the system's CAs).
+ApiCredentials CredentialsOf(const std::string& host, int port, const std::string& ca_pem) {
   ApiCredentials creds;
-  creds.server = "https://127.0.0.1:" + std::to_string(port);
+  creds.server = "https://" + host + ":" + std::to_string(port);
   creds.ca_pem = ca_pem;
-  creds.source = source;
+  creds.source = "test";
+  return creds;
+}
+
+// GET /version over a new connection with these credentials.
+Result<HttpResponse> Get(const ApiCredentials& creds) {
   auto ep = ApiEndpoint::From(creds);
   REQUIRE(ep.ok());
-  return *ep;
+  ApiConnection conn(*ep);
+  REQUIRE(conn.Init().ok());
+  return conn.Request("GET", "/version", "", "application/json", std::chrono::seconds(5));
+}
+
+// A request that must reach the HelloServer.
+void ExpectHello(const ApiCredentials& creds) {
+  auto r = Get(creds);
+  REQUIRE(r.ok());
+  CHECK(r->body == "hello");
+}
+
+// A request that the client must refuse to send, because of the server's certificate.
+void ExpectRefused(const ApiCredentials& creds, const std::string& why, const std::string& host = "127.0.0.1") {
+  auto r = Get(creds);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Status::kUnavailable);
+  CHECK_THAT(r.status().message(),
+             Catch::StartsWith("GET /version: the server's TLS certificate was refused: " + why +
+                               " (it must be signed by the configured CA and name " + host + ") talking to "));
 }
 
 }  // namespace
@@ -115,19 +118,18 @@ TEST_CASE("the server's certificate must chain to the configured CA") {
   X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1,DNS:localhost");
   HelloServer hello(cert.get(), key.get());
 
-  ExpectHello(*ClientOf({ca.pem(), "", "", true}, "127.0.0.1", hello.server.port()));
-
-  auto wrong = ClientOf({other.pem(), "", "", true}, "127.0.0.1", hello.server.port());
-  CHECK(Get(*wrong) == HttpsClient::Error::kVerify);
-  CHECK(wrong->verify_result() == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY);
+  ExpectHello(CredentialsOf("127.0.0.1", hello.server.port(), ca.pem()));
+  ExpectRefused(CredentialsOf("127.0.0.1", hello.server.port(), other.pem()), "unable to get local issuer certificate");
   CHECK(hello.requests == 1);  // the refused client sent nothing
 
   SECTION("unless verification is off (insecure-skip-tls-verify)") {
-    ExpectHello(*ClientOf({"", "", "", false}, "127.0.0.1", hello.server.port()));
+    ApiCredentials insecure = CredentialsOf("127.0.0.1", hello.server.port(), other.pem());
+    insecure.insecure_skip_tls_verify = true;
+    ExpectHello(insecure);
   }
 }
 
-TEST_CASE("without a CA in the kubeconfig, the system's CAs are trusted") {
+TEST_CASE("without a CA in the kubeconfig the system's CAs are trusted; with one, only it") {
   Ca ca, other("other-ca");
   PkeyPtr key(EVP_EC_gen("P-256"));
   X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1");
@@ -141,12 +143,12 @@ TEST_CASE("without a CA in the kubeconfig, the system's CAs are trusted") {
     setenv("SSL_CERT_DIR", dir, 1);
   };
   trust(other.pem() + ca.pem());
-  auto trusted = ClientOf({"", "", "", true}, "127.0.0.1", hello.server.port());
-  std::ofstream(bundle) << other.pem();  // read when the context was made, not at the handshake
-  CHECK(Get(*trusted) == HttpsClient::Error::kNone);
-  trusted.reset();  // the server serves one connection at a time
+  ExpectHello(CredentialsOf("127.0.0.1", hello.server.port(), ""));
+  // The system trusts the server's CA, the kubeconfig names another: the kubeconfig's alone counts.
+  ExpectRefused(CredentialsOf("127.0.0.1", hello.server.port(), other.pem()), "unable to get local issuer certificate");
   trust(other.pem());
-  CHECK(Get(*ClientOf({"", "", "", true}, "127.0.0.1", hello.server.port())) == HttpsClient::Error::kVerify);
+  ExpectRefused(CredentialsOf("127.0.0.1", hello.server.port(), ""), "unable to get local issuer certificate");
+  CHECK(hello.requests == 1);
   unsetenv("SSL_CERT_FILE");
   unsetenv("SSL_CERT_DIR");
   std::remove(bundle.c_str());
@@ -161,25 +163,25 @@ TEST_CASE("the server's certificate must name the address or host the client dia
     const char* cn;
     const char* san;
     const char* dialled;
-    long verify_result;
+    const char* why;
   };
-  for (const Mismatch& m : {Mismatch{"an IP address is checked against the IP entries", "127.0.0.1",
-                                     "DNS:api.example,IP:10.0.0.1", "127.0.0.1", X509_V_ERR_IP_ADDRESS_MISMATCH},
-                            Mismatch{"a host name is checked against the DNS entries, not the common name", "localhost",
-                                     "DNS:api.example,IP:127.0.0.1", "localhost", X509_V_ERR_HOSTNAME_MISMATCH}}) {
+  for (const Mismatch& m :
+       {Mismatch{"an IP address is checked against the IP entries, not the common name", "127.0.0.1",
+                 "DNS:api.example,IP:10.0.0.1", "127.0.0.1", "IP address mismatch"},
+        Mismatch{"a host name is checked against the DNS entries, not the common name", "localhost",
+                 "DNS:api.example,IP:127.0.0.1", "localhost", "hostname mismatch"},
+        Mismatch{"a wildcard stands for a whole label only", "api", "DNS:local*", "localhost", "hostname mismatch"}}) {
     SECTION(m.what) {
       X509Ptr cert = ca.Sign(key.get(), m.cn, "serverAuth", m.san);
       HelloServer hello(cert.get(), key.get());
-      auto cli = ClientOf({ca.pem(), "", "", true}, m.dialled, hello.server.port());
-      CHECK(Get(*cli) == HttpsClient::Error::kVerify);
-      CHECK(cli->verify_result() == m.verify_result);
+      ExpectRefused(CredentialsOf(m.dialled, hello.server.port(), ca.pem()), m.why, m.dialled);
       CHECK(hello.requests == 0);
     }
   }
   SECTION("a matching DNS entry passes") {
     X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "DNS:localhost");
     HelloServer hello(cert.get(), key.get());
-    ExpectHello(*ClientOf({ca.pem(), "", "", true}, "localhost", hello.server.port()));
+    ExpectHello(CredentialsOf("localhost", hello.server.port(), ca.pem()));
   }
 }
 
@@ -190,29 +192,50 @@ TEST_CASE("a client certificate from the kubeconfig is presented to the server")
   X509Ptr client_cert = client_ca.Sign(client_key.get(), "system:node:n1", "clientAuth", "");
   HelloServer hello(server_cert.get(), server_key.get(), client_ca.cert.get());
 
-  auto with = ClientOf({server_ca.pem(), ToPem(client_cert.get()), KeyPem(client_key.get()), true}, "127.0.0.1",
-                       hello.server.port());
-  REQUIRE(Get(*with) == HttpsClient::Error::kNone);
+  ApiCredentials with = CredentialsOf("127.0.0.1", hello.server.port(), server_ca.pem());
+  with.client_cert_pem = ToPem(client_cert.get());
+  with.client_key_pem = KeyPem(client_key.get());
+  ExpectHello(with);
   CHECK(hello.client_cn == "system:node:n1");
-  with.reset();  // the server serves one connection at a time
 
-  auto without = ClientOf({server_ca.pem(), "", "", true}, "127.0.0.1", hello.server.port());
-  CHECK(Get(*without) != HttpsClient::Error::kNone);
+  auto without = Get(CredentialsOf("127.0.0.1", hello.server.port(), server_ca.pem()));
+  REQUIRE_FALSE(without.ok());
+  CHECK(without.status().code() == Status::kUnavailable);
   CHECK(hello.requests == 1);
 }
 
-TEST_CASE("TLS material that cannot be used is refused when the context is made") {
+TEST_CASE("TLS material that cannot be used is refused by Init, naming the endpoint") {
   Ca ca;
   PkeyPtr key(EVP_EC_gen("P-256")), other_key(EVP_EC_gen("P-256"));
   X509Ptr cert = ca.Sign(key.get(), "me", "clientAuth", "");
-  auto mismatched = TlsContext::Make({ca.pem(), ToPem(cert.get()), KeyPem(other_key.get()), true});
-  REQUIRE_FALSE(mismatched.ok());
-  CHECK(mismatched.status().message() == "the client certificate and key are not valid PEM, or do not belong together");
-  auto no_key = TlsContext::Make({ca.pem(), ToPem(cert.get()), "", true});
-  CHECK_FALSE(no_key.ok());
-  auto bad_ca = TlsContext::Make({"-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n", "", "", true});
-  REQUIRE_FALSE(bad_ca.ok());
-  CHECK(bad_ca.status().message() == "the CA certificate is not valid PEM");
+  auto init = [](const ApiCredentials& creds) {
+    auto ep = ApiEndpoint::From(creds);
+    REQUIRE(ep.ok());
+    return ApiConnection(*ep).Init();
+  };
+  const std::string pair_error =
+      "the client certificate and key are not valid PEM, or do not belong together (https://127.0.0.1:1 (test))";
+  ApiCredentials mismatched = CredentialsOf("127.0.0.1", 1, ca.pem());
+  mismatched.client_cert_pem = ToPem(cert.get());
+  mismatched.client_key_pem = KeyPem(other_key.get());
+  Status s = init(mismatched);
+  CHECK(s.code() == Status::kInvalid);
+  CHECK(s.message() == pair_error);
+  ApiCredentials no_key = CredentialsOf("127.0.0.1", 1, ca.pem());
+  no_key.client_cert_pem = ToPem(cert.get());
+  CHECK(init(no_key).message() == pair_error);
+  ApiCredentials bad_cert = no_key;
+  const std::string not_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+  bad_cert.client_cert_pem = not_pem;
+  bad_cert.client_key_pem = KeyPem(key.get());
+  CHECK(init(bad_cert).message() == pair_error);
+  ApiCredentials bad_ca = CredentialsOf("127.0.0.1", 1, not_pem);
+  s = init(bad_ca);
+  CHECK(s.code() == Status::kInvalid);
+  CHECK(s.message() == "the CA certificate is not valid PEM (https://127.0.0.1:1 (test))");
+  ApiCredentials good = mismatched;
+  good.client_key_pem = KeyPem(key.get());
+  CHECK(init(good).ok());
 }
 
 TEST_CASE("a refused server certificate is explained in the request's error") {
@@ -220,10 +243,9 @@ TEST_CASE("a refused server certificate is explained in the request's error") {
   PkeyPtr key(EVP_EC_gen("P-256"));
   X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1");
   HelloServer hello(cert.get(), key.get());
-  auto ep = EndpointOf(hello.server.port(), other.pem(), "kubeconfig /k (context c)");
-  ApiConnection conn(ep);
-  REQUIRE(conn.Init().ok());
-  auto r = conn.Request("GET", "/version");
+  ApiCredentials creds = CredentialsOf("127.0.0.1", hello.server.port(), other.pem());
+  creds.source = "kubeconfig /k (context c)";
+  auto r = Get(creds);
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == Status::kUnavailable);
   CHECK(r.status().message() ==
@@ -231,22 +253,4 @@ TEST_CASE("a refused server certificate is explained in the request's error") {
         "signed by the configured CA and name 127.0.0.1) talking to https://127.0.0.1:" +
             std::to_string(hello.server.port()) + " (kubeconfig /k (context c))");
   CHECK(hello.requests == 0);
-}
-
-TEST_CASE("every connection to one server shares one TLS context") {
-  Ca ca;
-  PkeyPtr key(EVP_EC_gen("P-256"));
-  X509Ptr cert = ca.Sign(key.get(), "api", "serverAuth", "IP:127.0.0.1");
-  HelloServer hello(cert.get(), key.get());
-  auto ep = EndpointOf(hello.server.port(), ca.pem(), "test");
-  auto a = ep->Tls(), b = ep->Tls();
-  REQUIRE(a.ok());
-  REQUIRE(b.ok());
-  CHECK(a->get() == b->get());
-  for (const char* path : {"/a", "/b"}) {  // one after the other: the server serves one connection at a time
-    ApiConnection conn(ep);
-    REQUIRE(conn.Init().ok());
-    CHECK(conn.Request("GET", path).ok());
-  }
-  CHECK(hello.requests == 2);
 }

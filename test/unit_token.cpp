@@ -1,4 +1,4 @@
-// TokenSource (k8s.hpp): the bearer token from a file that kubelet rewrites as tokens rotate.
+// TokenSource (api_connection.hpp): the bearer token from a file that kubelet rewrites as tokens rotate.
 // The file is looked at most once a second, at once after a 401 (Invalidate), and at once
 // while no token has been read.
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <thread>
 
-#include "k8s.hpp"
+#include "api_connection.hpp"
 
 namespace {
 
