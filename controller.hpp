@@ -230,8 +230,7 @@ class Controller {
     }
     if (key == kScanOrphans) {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
-      ScanOrphans(w);
-      return Done();
+      return ScanOrphans(w) ? Done() : Retry(w.conn.last_retry_after());
     }
     std::shared_lock<std::shared_mutex> shared(fs_mu_);
     if (key.rfind("claim/", 0) == 0) return SyncClaim(w, key.substr(6));
@@ -245,13 +244,15 @@ class Controller {
   // Directories of claims still waiting to be provisioned, and of PVs just created whose watch
   // event has not come yet, are left alone. The cache only picks candidates: each is removed
   // only if a GET says its PV does not exist (the cache may be behind: another instance may
-  // have made it while this one was paused).
-  void ScanOrphans(Worker& w) {
+  // have made it while this one was paused). Returns false when a candidate could not be
+  // looked up (the scan is then tried again after a backoff).
+  bool ScanOrphans(Worker& w) {
     Result<std::vector<std::string>> dirs = root_->ListDirs();
     if (!dirs.ok()) {
       LogWarn("cannot list " + cfg_.pv_dir + " to look for orphaned directories: " + dirs.status().message());
-      return;
+      return true;
     }
+    bool complete = true;
     std::unordered_set<std::string> pending_uids;
     claims_.ForEach([&](const Claim& c) {
       if (c.volume_name.empty()) pending_uids.insert(c.meta.uid);
@@ -266,9 +267,10 @@ class Controller {
       Result<Volume> fresh = w.api.GetVolume(pv);
       if (fresh.status().code() != Status::kNotFound) {
         if (!fresh.ok()) LogWarn("orphaned directory " + cfg_.pv_dir + "/" + d + " kept for now: " + fresh.status().message());
+        complete = complete && fresh.ok();
         continue;
       }
-      if (!may_act_()) return;
+      if (!may_act_()) return true;
       Status s = root_->RemoveIfEmpty(d);
       if (s.ok()) {
         LogInfo("removed orphaned directory " + cfg_.pv_dir + "/" + d + ": empty, and no PersistentVolume " + pv +
@@ -279,6 +281,7 @@ class Controller {
                 "remove it by hand if not needed)");
       }
     }
+    return complete;
   }
 
   static Involved Of(const Claim& c) {

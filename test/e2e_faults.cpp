@@ -290,7 +290,7 @@ TEST_CASE("under faults, kills and restarts every claim ends bound once, deletio
   }
 
   // Let everything settle: live claims bound, Delete volumes of deleted claims gone, Retain
-  // volumes of deleted claims Released.
+  // volumes of deleted claims Released, orphans made on purpose removed.
   REQUIRE(Control(c.api, "/fake/delay?ms=0"));
   std::vector<TrackedClaim>& claims = chaos.claims();
   REQUIRE(chaos.SettleAndMark(scale.converge));
@@ -304,6 +304,9 @@ TEST_CASE("under faults, kills and restarts every claim ends bound once, deletio
           if (!t.retain && it != pvs.end()) return false;
           if (t.retain && it != pvs.end() && Phase(it->second) != "Released") return false;
         }
+        // Orphans made on purpose go once a GET of their PV gets through the faults.
+        for (const std::string& name : chaos.orphan_names())
+          if (Exists(c.pv_dir + "/" + name)) return false;
         return true;
       },
       scale.converge);
