@@ -161,34 +161,22 @@ class ApiServer {
 
  private:
   class Pending;
-  // An answer: its code and body. A stored object is answered without a copy; an object just
-  // written, with the text of its watch event (`written`), serialised once for both.
+  // An answer: its code and body (a stored object is answered as stored, not copied).
   struct Reply {
     Reply() = default;
     Reply(int c, Json b) : code(c), ref(std::make_shared<const Json>(std::move(b))) {}
     Reply(int c, JsonRef b) : code(c), ref(std::move(b)) {}
-    Reply(int c, EventPtr ev) : code(c), ref(ev->object), written(std::move(ev)) {}
     const Json& body() const { return *ref; }
     int code = 200;
     JsonRef ref = std::make_shared<const Json>();
-    EventPtr written;  // its ObjectText() was filled in under the store's lock
   };
   // The answer for the object of the last write to `plural`. Callers hold store_.mu.
-  Reply AnswerWrite(int code, const std::string& plural) {
-    EventPtr ev = store_.bucket(plural).Last();
-    ev->ObjectText();
-    return Reply(code, std::move(ev));
-  }
+  Reply AnswerWrite(int code, const std::string& plural) { return Reply(code, store_.bucket(plural).Last()->object); }
   // The event loop's background work, after each round's answers went out: the controllers
-  // react to the round's writes (as real ones react to a write after it was answered), and the
-  // events that left the history are freed, outside the lock.
+  // react to the round's writes, as real ones react to a write after it was answered.
   void RunControllers() {
-    std::vector<EventPtr> evicted;  // freed at the end, after the lock is let go
-    {
-      Store::Lock l(store_);
-      ctl_.Drain();
-      evicted = store_.TakeEvicted();
-    }
+    Store::Lock l(store_);
+    ctl_.Drain();
   }
 
   // How far Dispatch got with one request, kept between its calls.
@@ -624,9 +612,7 @@ inline Status ApiServer::RotateToken() {
   return server_detail::WriteFileAtomic(opts_.dir + "/serviceaccount/token", token, 0600);
 }
 
-// The user a request's bearer token names, or null. The users are made once: with one built
-// per request, with its groups, this took about 3 200 instructions a request; now 1 300
-// (callgrind).
+// The user a request's bearer token names, or null.
 inline const User* ApiServer::Authenticate(const httplib::Request& req) {
   auto it = req.headers.find("Authorization");
   if (it == req.headers.end()) return nullptr;
@@ -657,13 +643,10 @@ inline bool ApiServer::TakeFault(const RequestInfo& info, Fault& out) {
 inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progress& p, httplib::Response& res) {
   using namespace server_detail;
   RequestRecord& rec = p.rec;
-  auto send = [&](int code, std::string_view text) {
-    res.status = code;
-    res.set_content(text.data(), text.size(), "application/json");
-    rec.code = code;
-  };
   auto reply = [&](int code, const Json& body) {
-    send(code, ToText(body));
+    res.status = code;
+    res.set_content(ToText(body), "application/json");
+    rec.code = code;
     return Outcome();
   };
   bool control = req.path.rfind("/fake/", 0) == 0;
@@ -726,11 +709,7 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
   NameMade(rec, info, r);
   if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
     r = Reply(r.code, ToTable(*info.type, Path(r.body(), {"items"})->get<JsonArray>(), *Path(r.body(), {"metadata"})));
-  if (r.written) {
-    send(r.code, r.written->ObjectText());
-  } else {
-    reply(r.code, r.body());
-  }
+  reply(r.code, r.body());
   Record(rec);
   return {};
 }
@@ -807,7 +786,7 @@ inline std::string ApiServer::Batch(const Json& body) {
       result["message"] = Json(Str(r.body(), {"message"}));
     }
     if (out.size() > 1) out += ',';
-    Json(std::move(result)).Append(out);
+    AppendJson(out, Json(result));
   }
   return out + "]";
 }

@@ -987,52 +987,6 @@ TEST_CASE("fake JSON text: read as picojson reads it, written in picojson's layo
   CHECK(huge.status().message() == "number out of range: 1e999");
 }
 
-TEST_CASE("fake JSON values: a copy is not changed by changes to the original, nor the other way", "[fake]") {
-  Json original = *fake::ParseJson(R"({"metadata":{"name":"a","labels":{"x":"1"}},"spec":{"list":[1,2]}})");
-  Json copy = original;
-  fake::Obj(copy, {"metadata", "labels"})["x"] = Json("2");
-  copy.get<fake::JsonObject>()["spec"].get<fake::JsonObject>()["list"].get<fake::JsonArray>().push_back(Json(3.0));
-  fake::Meta(copy)["name"].get<std::string>() += "b";
-  CHECK(fake::ToText(original) == R"({"metadata":{"labels":{"x":"1"},"name":"a"},"spec":{"list":[1,2]}})");
-  CHECK(fake::ToText(copy) == R"({"metadata":{"labels":{"x":"2"},"name":"ab"},"spec":{"list":[1,2,3]}})");
-
-  Json again = copy;
-  fake::Meta(original)["name"] = Json("z");
-  fake::Meta(copy).erase("labels");
-  CHECK(fake::ToText(original) == R"({"metadata":{"labels":{"x":"1"},"name":"z"},"spec":{"list":[1,2]}})");
-  CHECK(fake::ToText(again) == R"({"metadata":{"labels":{"x":"2"},"name":"ab"},"spec":{"list":[1,2,3]}})");
-  CHECK(fake::ToText(copy) == R"({"metadata":{"name":"ab"},"spec":{"list":[1,2,3]}})");
-
-  // What a write did not change is shared with the version before it, not copied.
-  Json status_only = again;
-  fake::Obj(status_only, {"status"})["phase"] = Json("Bound");
-  CHECK(status_only.get("spec").SharesWith(again.get("spec")));
-  CHECK(status_only.get("metadata").SharesWith(again.get("metadata")));
-  CHECK_FALSE(status_only.SharesWith(again));
-  CHECK(status_only != again);
-  fake::Obj(status_only, {}).erase("status");
-  CHECK(status_only == again);
-
-  // A stored object keeps its members' text; a version that changed one writes the new text,
-  // whether the change copied the member or changed the object's only copy in place.
-  Json stored = *fake::ParseJson(R"({"metadata":{"labels":{"x":"1"},"name":"a"},"spec":{"c":{"d":[1]},"list":[1,2]}})");
-  std::string text;
-  stored.AppendStored(text);
-  CHECK(text == fake::ToText(stored));
-  Json next = stored;
-  fake::Obj(next, {"spec", "c"})["d"] = Json("new");
-  fake::Obj(next, {"metadata", "labels"})["x"] = Json("2");
-  text.clear();
-  next.AppendStored(text);
-  CHECK(text == R"({"metadata":{"labels":{"x":"2"},"name":"a"},"spec":{"c":{"d":"new"},"list":[1,2]}})");
-  stored = Json();  // next is now the only copy of what it shares
-  fake::Obj(next, {"spec"})["list"].get<fake::JsonArray>().push_back(Json(3.0));
-  fake::Obj(next, {"spec", "c"}).erase("d");
-  text.clear();
-  next.AppendStored(text);
-  CHECK(text == R"({"metadata":{"labels":{"x":"2"},"name":"a"},"spec":{"c":{},"list":[1,2,3]}})");
-}
-
 TEST_CASE("wait: claims that become Bound and PVs that go are counted in the fake, without a watch") {
   Server s;
   REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
