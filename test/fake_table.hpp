@@ -66,7 +66,7 @@ inline std::string StorageClassOf(const Json& obj) {
 }
 
 // The string at the path, or `unset` when it is not there (a nil pointer field).
-inline std::string Or(const Json& obj, std::initializer_list<std::string_view> path, const std::string& unset) {
+inline std::string StrOr(const Json& obj, std::initializer_list<std::string_view> path, const std::string& unset) {
   const Json* v = Path(obj, path);
   return v != nullptr && v->is<std::string>() ? v->get<std::string>() : unset;
 }
@@ -100,20 +100,20 @@ inline JsonArray Cells(const ResourceType& t, const Json& o) {
     const bool bound = !volume.empty();  // capacity and access modes are the bound volume's
     cells = {name, Phase(o), volume, bound ? Str(o, {"status", "capacity", "storage"}) : "",
              bound ? AccessModes(o, {"status", "accessModes"}) : "", StorageClassOf(o),
-             Or(o, {"spec", "volumeAttributesClassName"}, "<unset>"), Created(o), Or(o, {"spec", "volumeMode"}, "<unset>")};
+             StrOr(o, {"spec", "volumeAttributesClassName"}, "<unset>"), Created(o), StrOr(o, {"spec", "volumeMode"}, "<unset>")};
   } else if (t.plural == "persistentvolumes") {
     const Json* ref = Path(o, {"spec", "claimRef"});
     const std::string claim = ref ? Str(*ref, {"namespace"}) + "/" + Str(*ref, {"name"}) : "";
     cells = {name, Str(o, {"spec", "capacity", "storage"}), AccessModes(o, {"spec", "accessModes"}),
              Str(o, {"spec", "persistentVolumeReclaimPolicy"}), Phase(o), claim, StorageClassOf(o),
-             Or(o, {"spec", "volumeAttributesClassName"}, "<unset>"), Str(o, {"status", "reason"}), Created(o),
-             Or(o, {"spec", "volumeMode"}, "<unset>")};
+             StrOr(o, {"spec", "volumeAttributesClassName"}, "<unset>"), Str(o, {"status", "reason"}), Created(o),
+             StrOr(o, {"spec", "volumeMode"}, "<unset>")};
   } else if (t.plural == "storageclasses") {
     const bool is_default = Annotation(o, kIsDefaultClass) == "true" || Annotation(o, kBetaIsDefaultClass) == "true";
     const Json* expand = Path(o, {"allowVolumeExpansion"});
     JsonArray row;
     for (const std::string& c : {name + (is_default ? " (default)" : ""), Str(o, {"provisioner"}),
-                                 Or(o, {"reclaimPolicy"}, "Delete"), Or(o, {"volumeBindingMode"}, "Immediate")})
+                                 StrOr(o, {"reclaimPolicy"}, "Delete"), StrOr(o, {"volumeBindingMode"}, "Immediate")})
       row.emplace_back(c);
     row.emplace_back(expand != nullptr && expand->is<bool>() && expand->get<bool>());  // a bool cell, as Go's
     row.emplace_back(Created(o));
@@ -122,9 +122,13 @@ inline JsonArray Cells(const ResourceType& t, const Json& o) {
     std::string kind = Str(o, {"involvedObject", "kind"});
     for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     const std::string& target = Str(o, {"involvedObject", "name"});
-    const std::string& last = Str(o, {"lastTimestamp"});
-    cells = {Age(last.empty() ? Str(o, {"firstTimestamp"}) : last), Str(o, {"type"}), Str(o, {"reason"}),
-             target.empty() ? kind : kind + "/" + target, Str(o, {"message"})};
+    std::string message = Str(o, {"message"});
+    message.erase(0, message.find_first_not_of(" \t\n"));
+    message.erase(message.find_last_not_of(" \t\n") + 1);
+    std::string seen = Str(o, {"lastTimestamp"});  // else the first time, else the eventTime
+    if (seen.empty()) seen = Str(o, {"firstTimestamp"});
+    if (seen.empty()) seen = Str(o, {"eventTime"});
+    cells = {Age(seen), Str(o, {"type"}), Str(o, {"reason"}), target.empty() ? kind : kind + "/" + target, message};
   } else if (t.plural == "namespaces") {
     cells = {name, Str(o, {"status", "phase"}), Created(o)};
   } else if (t.plural == "leases") {
