@@ -1,7 +1,7 @@
 // The fake API server's JSON values (picojson's) and their text. Reading is picojson's, with
 // its error messages, but stricter in two ways the real server shares: text after the value is
-// an error, and nesting (of arrays and objects alike) is limited, so that no input exhausts the
-// stack. Writing is picojson's layout (members in name order, whole numbers without a fraction)
+// an error, and nesting (of arrays and objects alike) is limited (to 100 here; Go's decoder
+// allows 10000), so that no input exhausts the stack. Writing is picojson's layout (members in name order, whole numbers without a fraction)
 // with strings escaped as kube-apiserver's Go encoder escapes them, so that clients read what
 // they would read from a real one.
 #pragma once
