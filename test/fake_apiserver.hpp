@@ -54,6 +54,7 @@
 #include "test/fake_rbac.hpp"
 #include "test/fake_requestinfo.hpp"
 #include "test/fake_store.hpp"
+#include "test/fake_table.hpp"
 #include "test/fake_tls.hpp"
 #include "test/fake_watch.hpp"
 
@@ -161,34 +162,22 @@ class ApiServer {
 
  private:
   class Pending;
-  // An answer: its code and body. A stored object is answered without a copy; an object just
-  // written, with the text of its watch event (`written`), serialised once for both.
+  // An answer: its code and body (a stored object is answered as stored, not copied).
   struct Reply {
     Reply() = default;
     Reply(int c, Json b) : code(c), ref(std::make_shared<const Json>(std::move(b))) {}
     Reply(int c, JsonRef b) : code(c), ref(std::move(b)) {}
-    Reply(int c, EventPtr ev) : code(c), ref(ev->object), written(std::move(ev)) {}
     const Json& body() const { return *ref; }
     int code = 200;
     JsonRef ref = std::make_shared<const Json>();
-    EventPtr written;  // its ObjectText() was filled in under the store's lock
   };
   // The answer for the object of the last write to `plural`. Callers hold store_.mu.
-  Reply AnswerWrite(int code, const std::string& plural) {
-    EventPtr ev = store_.bucket(plural).Last();
-    ev->ObjectText();
-    return Reply(code, std::move(ev));
-  }
+  Reply AnswerWrite(int code, const std::string& plural) { return Reply(code, store_.bucket(plural).Last()->object); }
   // The event loop's background work, after each round's answers went out: the controllers
-  // react to the round's writes (as real ones react to a write after it was answered), and the
-  // events that left the history are freed, outside the lock.
+  // react to the round's writes, as real ones react to a write after it was answered.
   void RunControllers() {
-    std::vector<EventPtr> evicted;  // freed at the end, after the lock is let go
-    {
-      Store::Lock l(store_);
-      ctl_.Drain();
-      evicted = store_.TakeEvicted();
-    }
+    Store::Lock l(store_);
+    ctl_.Drain();
   }
 
   // How far Dispatch got with one request, kept between its calls.
@@ -402,99 +391,6 @@ inline Json ResourceList(const std::string& group_version, const std::string& gr
   return Json(list);
 }
 
-inline std::string Age(const Json& obj) {
-  long long created = ParseRfc3339(Str(obj, {"metadata", "creationTimestamp"}));
-  if (created < 0) return "<unknown>";
-  long long s = static_cast<long long>(std::time(nullptr)) - created;
-  if (s < 0) s = 0;
-  if (s < 120) return std::to_string(s) + "s";
-  if (s < 7200) return std::to_string(s / 60) + "m";
-  if (s < 172800) return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
-}
-
-inline std::string ShortModes(const Json& obj, std::initializer_list<std::string_view> path) {
-  static const std::map<std::string, std::string> kShort = {
-      {"ReadWriteOnce", "RWO"}, {"ReadOnlyMany", "ROX"}, {"ReadWriteMany", "RWX"}, {"ReadWriteOncePod", "RWOP"}};
-  std::string out;
-  for (const auto& m : StringList(obj, path)) {
-    auto it = kShort.find(m);
-    out += (out.empty() ? "" : ",") + (it == kShort.end() ? m : it->second);
-  }
-  return out;
-}
-
-// A meta.k8s.io/v1 Table of the items, with the columns kubectl's printers use for PVCs, PVs
-// and StorageClasses, and NAME, AGE otherwise.
-inline Json ToTable(const ResourceType& t, const JsonArray& items, const Json& list_meta) {
-  std::vector<std::string> cols;
-  if (t.plural == "persistentvolumeclaims")
-    cols = {"Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass", "Age"};
-  else if (t.plural == "persistentvolumes")
-    cols = {"Name", "Capacity", "Access Modes", "Reclaim Policy", "Status", "Claim", "StorageClass", "Age"};
-  else if (t.plural == "storageclasses")
-    cols = {"Name", "Provisioner", "ReclaimPolicy", "VolumeBindingMode", "Age"};
-  else if (t.plural == "events")
-    cols = {"Last Seen", "Type", "Reason", "Object", "Message"};
-  else
-    cols = {"Name", "Age"};
-  JsonArray defs, rows;
-  for (const auto& c : cols) {
-    JsonObject d;
-    d["name"] = Json(c);
-    d["type"] = Json("string");
-    d["format"] = Json(c == "Name" ? "name" : "");
-    d["description"] = Json("");
-    d["priority"] = Json(0.0);
-    defs.emplace_back(d);
-  }
-  for (const Json& o : items) {
-    std::vector<std::string> cells;
-    std::string name = Str(o, {"metadata", "name"});
-    if (t.plural == "persistentvolumeclaims") {
-      std::string status = IsDeleting(o) ? "Terminating" : Str(o, {"status", "phase"});
-      cells = {name, status, Str(o, {"spec", "volumeName"}), Str(o, {"status", "capacity", "storage"}),
-               ShortModes(o, {"status", "accessModes"}), Str(o, {"spec", "storageClassName"}), Age(o)};
-    } else if (t.plural == "persistentvolumes") {
-      std::string claim = Str(o, {"spec", "claimRef", "name"}).empty()
-                              ? ""
-                              : Str(o, {"spec", "claimRef", "namespace"}) + "/" + Str(o, {"spec", "claimRef", "name"});
-      std::string status = IsDeleting(o) ? "Terminating" : Str(o, {"status", "phase"});
-      cells = {name, Str(o, {"spec", "capacity", "storage"}), ShortModes(o, {"spec", "accessModes"}),
-               Str(o, {"spec", "persistentVolumeReclaimPolicy"}), status, claim, Str(o, {"spec", "storageClassName"}), Age(o)};
-    } else if (t.plural == "storageclasses") {
-      std::string shown = name + (Annotation(o, kIsDefaultClass) == "true" ? " (default)" : "");
-      cells = {shown, Str(o, {"provisioner"}), Str(o, {"reclaimPolicy"}), Str(o, {"volumeBindingMode"}), Age(o)};
-    } else if (t.plural == "events") {
-      Json seen{JsonObject()};
-      Meta(seen)["creationTimestamp"] = Json(Str(o, {"lastTimestamp"}));
-      std::string kind = Str(o, {"involvedObject", "kind"});
-      for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      cells = {Age(seen), Str(o, {"type"}), Str(o, {"reason"}), kind + "/" + Str(o, {"involvedObject", "name"}),
-               Str(o, {"message"})};
-    } else {
-      cells = {name, Age(o)};
-    }
-    JsonObject row;
-    JsonArray jc;
-    for (const auto& c : cells) jc.emplace_back(c);
-    row["cells"] = Json(jc);
-    JsonObject partial;
-    partial["kind"] = Json("PartialObjectMetadata");
-    partial["apiVersion"] = Json("meta.k8s.io/v1");
-    partial["metadata"] = Path(o, {"metadata"}) ? *Path(o, {"metadata"}) : Json(JsonObject());
-    row["object"] = Json(partial);
-    rows.emplace_back(row);
-  }
-  JsonObject table;
-  table["kind"] = Json("Table");
-  table["apiVersion"] = Json("meta.k8s.io/v1");
-  table["metadata"] = list_meta;
-  table["columnDefinitions"] = Json(defs);
-  table["rows"] = Json(rows);
-  return Json(table);
-}
-
 }  // namespace server_detail
 
 // ---------------------------------------------------------------------------------------------
@@ -624,9 +520,7 @@ inline Status ApiServer::RotateToken() {
   return server_detail::WriteFileAtomic(opts_.dir + "/serviceaccount/token", token, 0600);
 }
 
-// The user a request's bearer token names, or null. The users are made once: with one built
-// per request, with its groups, this took about 3 200 instructions a request; now 1 300
-// (callgrind).
+// The user a request's bearer token names, or null.
 inline const User* ApiServer::Authenticate(const httplib::Request& req) {
   auto it = req.headers.find("Authorization");
   if (it == req.headers.end()) return nullptr;
@@ -657,13 +551,10 @@ inline bool ApiServer::TakeFault(const RequestInfo& info, Fault& out) {
 inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progress& p, httplib::Response& res) {
   using namespace server_detail;
   RequestRecord& rec = p.rec;
-  auto send = [&](int code, std::string_view text) {
-    res.status = code;
-    res.set_content(text.data(), text.size(), "application/json");
-    rec.code = code;
-  };
   auto reply = [&](int code, const Json& body) {
-    send(code, ToText(body));
+    res.status = code;
+    res.set_content(ToText(body), "application/json");
+    rec.code = code;
     return Outcome();
   };
   bool control = req.path.rfind("/fake/", 0) == 0;
@@ -724,13 +615,16 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
   }
   Reply r = Serve(info, req);
   NameMade(rec, info, r);
-  if (r.code == 200 && info.verb == "list" && req.get_header_value("Accept").find("as=Table") != std::string::npos)
-    r = Reply(r.code, ToTable(*info.type, Path(r.body(), {"items"})->get<JsonArray>(), *Path(r.body(), {"metadata"})));
-  if (r.written) {
-    send(r.code, r.written->ObjectText());
-  } else {
-    reply(r.code, r.body());
+  if (r.code == 200 && req.get_header_value("Accept").find("as=Table") != std::string::npos) {
+    if (info.verb == "list") {
+      r = Reply(r.code, ToTable(*info.type, Path(r.body(), {"items"})->get<JsonArray>(), *Path(r.body(), {"metadata"})));
+    } else if (info.verb == "get") {
+      JsonObject meta;
+      meta["resourceVersion"] = Json(Str(r.body(), {"metadata", "resourceVersion"}));
+      r = Reply(r.code, ToTable(*info.type, JsonArray{r.body()}, Json(meta)));
+    }
   }
+  reply(r.code, r.body());
   Record(rec);
   return {};
 }
@@ -807,7 +701,7 @@ inline std::string ApiServer::Batch(const Json& body) {
       result["message"] = Json(Str(r.body(), {"message"}));
     }
     if (out.size() > 1) out += ',';
-    Json(std::move(result)).Append(out);
+    AppendJson(out, Json(result));
   }
   return out + "]";
 }
@@ -1157,7 +1051,7 @@ inline std::unique_ptr<Exchange> ApiServer::Watch(const RequestInfo& info, const
   p.bookmarks = req.get_param_value("allowWatchBookmarks") == "true";
   if (req.get_header_value("Accept").find("as=Table") != std::string::npos) {
     const ResourceType* type = info.type;
-    p.as_table = [type](const Json& obj) { return server_detail::ToTable(*type, JsonArray{obj}, Json(JsonObject())); };
+    p.as_table = [type](const Json& obj) { return ToTable(*type, JsonArray{obj}, Json(JsonObject())); };
   }
   p.rv = req.get_param_value("resourceVersion");
   if (req.has_param("timeoutSeconds")) p.timeout_seconds = std::max(1, std::atoi(req.get_param_value("timeoutSeconds").c_str()));

@@ -2,11 +2,10 @@
 // HTTP/1.1 as the API server's clients speak it (keep-alive; bodies with Content-Length or
 // chunked; answers with Content-Length, or chunked for watches).
 //
-// Why not a thread per connection (httplib's server, used before): every request and every
-// watch event woke a thread, and a quarter of the fake's CPU went to scheduling (perf), which
-// made the fake, not the provisioner, limit make bench's bursts. Here one thread reads what has
-// arrived on every connection, answers it, and gives each open watch everything written
-// meanwhile in one write.
+// One thread reads what has arrived on every connection, answers it, and gives each open watch
+// everything written meanwhile in one write, as kube-apiserver's watches batch what is queued.
+// A held request (a pause, a delay) holds its connection, not the server; the connections can
+// be dropped at once without TLS close_notify (an API server that restarts).
 //
 // A request is answered by an Exchange that the handler makes. The loop asks it for its bytes
 // at once, then after every round in which a request was answered (anything may have changed)
@@ -66,9 +65,6 @@ using Background = std::function<void()>;
 
 // Appends the bytes of a complete answer: status line, res's headers, Content-Length and body.
 inline void AppendResponse(std::string& out, const httplib::Response& res) {
-  size_t need = 64 + res.body.size();
-  for (const auto& [name, value] : res.headers) need += name.size() + value.size() + 4;
-  out.reserve(out.size() + need);  // one growth at most: answers are appended to what is unsent
   out.append("HTTP/1.1 ").append(std::to_string(res.status)).append(" ").append(httplib::detail::status_message(res.status));
   out.append("\r\n");
   for (const auto& [name, value] : res.headers) out.append(name).append(": ").append(value).append("\r\n");
@@ -136,21 +132,9 @@ inline void SetTarget(httplib::Request& req, std::string target) {
   if (q != std::string::npos) httplib::detail::parse_query_text(req.target.substr(q + 1), req.params);
 }
 
-// Whether `name` is `lower` (lower-case), ignoring case.
-inline bool NameIs(std::string_view name, std::string_view lower) {
-  if (name.size() != lower.size()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    char c = name[i] >= 'A' && name[i] <= 'Z' ? static_cast<char>(name[i] + 32) : name[i];
-    if (c != lower[i]) return false;
-  }
-  return true;
-}
-
 // One request from the start of `in`: fills req (its path and query by SetTarget), `used` (the
 // bytes it took) and `close` (whether the client asked to close the connection after this
-// answer) on kOk. The headers that frame the request are read as they go by: looking them up
-// in req.headers (case-insensitive, a tolower per byte compared) cost a fifth of the parse
-// (callgrind).
+// answer) on kOk.
 inline Parse ParseRequest(std::string_view in, size_t max_body, httplib::Request& req, size_t& used, bool& close) {
   size_t head_end = in.find("\r\n\r\n");
   if (head_end == std::string_view::npos) return in.size() > (64 << 10) ? Parse::kTooLarge : Parse::kIncomplete;
@@ -163,7 +147,6 @@ inline Parse ParseRequest(std::string_view in, size_t max_body, httplib::Request
   req.version = std::string(line.substr(sp2 + 1));
   if (req.version != "HTTP/1.1" && req.version != "HTTP/1.0") return Parse::kBad;
   SetTarget(req, std::string(line.substr(sp1 + 1, sp2 - sp1 - 1)));
-  std::string_view length, encoding, connection;
   while (eol != std::string_view::npos) {
     size_t start = eol + 2;
     eol = head.find("\r\n", start);
@@ -173,15 +156,13 @@ inline Parse ParseRequest(std::string_view in, size_t max_body, httplib::Request
     std::string_view name = h.substr(0, colon), value = h.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
     while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-    if (length.empty() && NameIs(name, "content-length")) length = value;
-    else if (encoding.empty() && NameIs(name, "transfer-encoding")) encoding = value;
-    else if (connection.empty() && NameIs(name, "connection")) connection = value;
     req.headers.emplace(std::string(name), std::string(value));
   }
-  std::string conn = Lower(std::string(connection));
+  const std::string length = req.get_header_value("Content-Length");  // names match in any case
+  std::string conn = Lower(req.get_header_value("Connection"));
   close = req.version == "HTTP/1.0" ? conn.find("keep-alive") == std::string::npos : conn.find("close") != std::string::npos;
   size_t body_start = head_end + 4;
-  if (NameIs(encoding, "chunked")) {
+  if (Lower(req.get_header_value("Transfer-Encoding")) == "chunked") {
     size_t n = 0;
     Parse p = Dechunk(in.substr(body_start), max_body, req.body, n);
     if (p == Parse::kOk) used = body_start + n;
@@ -410,9 +391,8 @@ class HttpsLoop {
   }
 
   // OpenSSL's error queue (per thread: this loop's) must be empty before a call whose
-  // SSL_get_error is asked. Only failed calls leave entries, so Read and Send empty it after a
-  // failure rather than before every call: ERR_clear_error costs ~2000 instructions, 3.6 % of
-  // the fake's work in make bench's delete bursts (callgrind).
+  // SSL_get_error is asked. Only failed calls leave entries, so Read and Send empty it after
+  // each failure.
   void Read(Conn& c) {
     char buf[16384];
     while (true) {

@@ -1,37 +1,30 @@
-// JSON helpers for the fake API server: field access on its JSON values (fake_json_value.hpp,
-// read by fake_json_parse.hpp), metav1.Status bodies as apimachinery's errors.go builds them,
-// RFC 3339 time, resource quantities, and the three patch formats (RFC 7386 merge patch,
-// RFC 6902 JSON patch, strategic merge patch subset).
+// JSON helpers for the fake API server: field access on its JSON values (fake_json_text.hpp),
+// metav1.Status bodies as apimachinery's errors.go builds them, RFC 3339 time, resource
+// quantities, and the three patch formats (RFC 7386 merge patch, RFC 6902 JSON patch, strategic
+// merge patch subset).
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <ctime>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "status.hpp"
-#include "test/fake_json_parse.hpp"
-#include "test/fake_json_value.hpp"
+#include "test/fake_json_text.hpp"
 
 namespace fake {
-
-// Appends v as JSON text (Json::Append: picojson's layout, the API server's string escapes).
-inline void AppendJson(std::string& out, const Json& v) { v.Append(out); }
-
-// v as JSON text (see AppendJson).
-inline std::string ToText(const Json& v) { return v.serialize(); }
 
 // The member `key` of object `v`, or null when v is not an object or has no such member.
 inline const Json* Member(const Json& v, std::string_view key) {
   if (!v.is<JsonObject>()) return nullptr;
   const auto& o = v.get<JsonObject>();
-  auto it = o.find(key);
+  auto it = o.find(std::string(key));
   return it == o.end() ? nullptr : &it->second;
 }
 
@@ -58,7 +51,7 @@ inline JsonObject& Obj(Json& v, std::initializer_list<std::string_view> keys) {
   Json* cur = &v;
   if (!cur->is<JsonObject>()) *cur = Json(JsonObject());
   for (std::string_view k : keys) {
-    Json& next = cur->get<JsonObject>()[k];
+    Json& next = cur->get<JsonObject>()[std::string(k)];
     if (!next.is<JsonObject>()) next = Json(JsonObject());
     cur = &next;
   }
@@ -92,15 +85,11 @@ inline Json StringArray(const std::vector<std::string>& items) {
 
 // Current time as RFC 3339 UTC with seconds precision, as metav1.Time marshals.
 inline std::string NowRfc3339() {
-  thread_local std::time_t last = -1;  // formatted once a second, not for every object
-  thread_local char buf[32];
   std::time_t t = std::time(nullptr);
-  if (t != last) {
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    last = t;
-  }
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return buf;
 }
 

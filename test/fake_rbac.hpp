@@ -31,7 +31,7 @@ class Rbac {
     auto docs = ParseYamlDocuments(text);
     if (!docs.ok()) return docs.status().Wrap(origin);
     for (const picojson::value& doc : *docs) {
-      Status s = AddObject(*ParseJson(doc.serialize()));  // from the provisioner's YAML reader's values
+      Status s = AddObject(doc);
       if (!s.ok()) return s.Wrap(origin);
     }
     return Status::Ok();

@@ -8,12 +8,10 @@
 #include <algorithm>
 #include <deque>
 #include <map>
-#include <random>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "test/fake_json.hpp"
@@ -80,26 +78,12 @@ inline std::string RandomHex(size_t bytes) {
   return out;
 }
 
-// A random RFC 4122 version 4 UUID, as metadata.uid. From a per-thread generator seeded by
-// OpenSSL: RAND_bytes makes a getpid() call each time, on every write of a busy fake.
+// A random RFC 4122 version 4 UUID, as metadata.uid.
 inline std::string NewUid() {
-  thread_local std::mt19937_64 gen([] {
-    uint64_t seed = 0;
-    RAND_bytes(reinterpret_cast<unsigned char*>(&seed), sizeof seed);
-    return seed;
-  }());
-  static const char* digits = "0123456789abcdef";
-  std::string h(36, '-');  // 8-4-4-4-12 hex digits
-  uint64_t r = gen();
-  for (int i = 0, used = 0; i < 36; ++i) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) continue;
-    if (used++ == 16) r = gen();
-    h[static_cast<size_t>(i)] = digits[r & 15];
-    r >>= 4;
-  }
-  h[14] = '4';                              // version 4
-  h[19] = "89ab"[(h[19] - '0') & 3];        // variant 10xx
-  return h;
+  std::string hex = RandomHex(16);
+  hex[12] = '4';                                                   // version 4
+  hex[16] = "89ab"[std::stoi(hex.substr(16, 1), nullptr, 16) & 3];  // variant 10xx
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" + hex.substr(20);
 }
 
 // metadata.deletionTimestamp is set.
@@ -120,8 +104,8 @@ inline void InitMeta(Json& obj) {
 // A stored object. Immutable once stored: the objects map and the watch history share it.
 using JsonRef = std::shared_ptr<const Json>;
 
-// One change, as every watcher of its resource sees it. Immutable once made, but for its text,
-// written on first use (under Store::mu): events nobody watches or answers are never serialised.
+// One change, as every watcher of its resource sees it. Immutable once made, but for its line,
+// written on first use (under Store::mu) and then sent to every watcher.
 struct WatchEvent {
   uint64_t rv = 0;
   int64_t t_ns = 0;  // when it was recorded, ns since the epoch
@@ -129,26 +113,19 @@ struct WatchEvent {
   std::string ns, name;
   JsonRef object;    // the object after the change (the last state for DELETED)
 
-  // {"object":..,"type":..}\n, as ToText would write it (keys sorted), once for all watchers.
+  // {"object":..,"type":..}\n, as ToText writes it.
   const std::string& Line() const {
     if (line_.empty()) {
-      line_.reserve(2048);  // the objects here are about 1 KiB: one allocation, not seven
-      line_ = kObjectStart;
-      object->AppendStored(line_);
-      object_end_ = line_.size();
-      line_ += ",\"type\":\"" + type + "\"}\n";
+      JsonObject line;
+      line["object"] = *object;
+      line["type"] = Json(type);
+      line_ = ToText(Json(line)) + "\n";
     }
     return line_;
   }
-  // The object's JSON text, inside Line().
-  std::string_view ObjectText() const {
-    return std::string_view(Line()).substr(kObjectStart.size(), object_end_ - kObjectStart.size());
-  }
 
  private:
-  static constexpr std::string_view kObjectStart = "{\"object\":";
   mutable std::string line_;
-  mutable size_t object_end_ = 0;
 };
 using EventPtr = std::shared_ptr<const WatchEvent>;
 
@@ -156,9 +133,6 @@ using EventPtr = std::shared_ptr<const WatchEvent>;
 struct Bucket {
   using Objects = std::map<std::string, JsonRef>;
   Objects objects;  // by ObjectKey, in order (lists); changed only through the Store
-  // The same objects by the hash of their key: a lookup compares one key, not a key at each
-  // level of the tree (a burst's keys share their prefix; memcmp was 8% of the fake's CPU).
-  std::unordered_map<std::string_view, Objects::iterator> index;
   std::deque<EventPtr> history;         // oldest first
   uint64_t first_seq = 0;               // sequence number of history.front()
   uint64_t floor_rv = 0;                // every event with rv > floor_rv is in history
@@ -191,8 +165,7 @@ class Store {
   };
 
   uint64_t rv() const { return rv_; }
-  // The bucket of a served resource type (looked up without making a string: most callers name
-  // the type with a literal longer than a short string holds).
+  // The bucket of a resource type (made on first use).
   Bucket& bucket(std::string_view plural) {
     auto it = buckets_.find(plural);
     if (it == buckets_.end()) it = buckets_.emplace(std::string(plural), Bucket()).first;
@@ -205,9 +178,9 @@ class Store {
   // The stored object itself (shared, immutable), or null.
   const JsonRef& Ref(std::string_view plural, const std::string& key) {
     static const JsonRef kNone;
-    auto& index = bucket(plural).index;
-    auto it = index.find(key);
-    return it == index.end() ? kNone : it->second->second;
+    const auto& objects = bucket(plural).objects;
+    auto it = objects.find(key);
+    return it == objects.end() ? kNone : it->second;
   }
 
   // Stores obj under its metadata namespace/name with the next resourceVersion, records an
@@ -217,14 +190,8 @@ class Store {
     auto& b = bucket(plural);
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
     auto stored = std::make_shared<const Json>(std::move(obj));
-    auto it = b.index.find(key);
-    const bool existed = it != b.index.end();
-    if (existed) {
-      it->second->second = stored;
-    } else {
-      auto slot = b.objects.emplace(std::move(key), stored).first;
-      b.index.emplace(slot->first, slot);
-    }
+    const bool existed = b.objects.count(key) > 0;
+    b.objects[key] = stored;
     Record(b, existed ? "MODIFIED" : "ADDED", stored);
     return stored;
   }
@@ -233,12 +200,10 @@ class Store {
   // resourceVersion; returns that state (a null Json when it was not there).
   JsonRef Remove(std::string_view plural, const std::string& key) {
     auto& b = bucket(plural);
-    auto it = b.index.find(key);
-    if (it == b.index.end()) return std::make_shared<const Json>();
-    Json obj = *it->second->second;
-    auto slot = it->second;
-    b.index.erase(it);  // first: its key is the node's
-    b.objects.erase(slot);
+    auto it = b.objects.find(key);
+    if (it == b.objects.end()) return std::make_shared<const Json>();
+    Json obj = *it->second;
+    b.objects.erase(it);
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
     auto last = std::make_shared<const Json>(std::move(obj));
     Record(b, "DELETED", last);
@@ -252,11 +217,6 @@ class Store {
       return Remove(plural, ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"})));
     return Put(plural, std::move(obj));
   }
-
-  // The events that left the history since the last call. Freeing an event frees its object's
-  // tree when no newer version shares it, and that memory is cold by then: the caller frees
-  // them when no answer waits for it.
-  std::vector<EventPtr> TakeEvicted() { return std::move(evicted_); }
 
   // Forgets all history: watches from any earlier resourceVersion then get 410 Expired.
   void Compact() {
@@ -278,7 +238,6 @@ class Store {
     ev->object = obj;
     b.history.push_back(std::move(ev));
     while (b.history.size() > history_limit_) {
-      evicted_.push_back(std::move(b.history.front()));
       b.history.pop_front();
       ++b.first_seq;
       b.floor_rv = b.history.front()->rv - 1;  // as watch_cache.go: too old below oldest-1
@@ -286,7 +245,6 @@ class Store {
   }
 
   size_t history_limit_;
-  std::vector<EventPtr> evicted_;  // left the history, not freed yet (TakeEvicted)
   uint64_t rv_ = 0;
   std::map<std::string, Bucket, std::less<>> buckets_;
 };

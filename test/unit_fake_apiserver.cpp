@@ -987,52 +987,6 @@ TEST_CASE("fake JSON text: read as picojson reads it, written in picojson's layo
   CHECK(huge.status().message() == "number out of range: 1e999");
 }
 
-TEST_CASE("fake JSON values: a copy is not changed by changes to the original, nor the other way", "[fake]") {
-  Json original = *fake::ParseJson(R"({"metadata":{"name":"a","labels":{"x":"1"}},"spec":{"list":[1,2]}})");
-  Json copy = original;
-  fake::Obj(copy, {"metadata", "labels"})["x"] = Json("2");
-  copy.get<fake::JsonObject>()["spec"].get<fake::JsonObject>()["list"].get<fake::JsonArray>().push_back(Json(3.0));
-  fake::Meta(copy)["name"].get<std::string>() += "b";
-  CHECK(fake::ToText(original) == R"({"metadata":{"labels":{"x":"1"},"name":"a"},"spec":{"list":[1,2]}})");
-  CHECK(fake::ToText(copy) == R"({"metadata":{"labels":{"x":"2"},"name":"ab"},"spec":{"list":[1,2,3]}})");
-
-  Json again = copy;
-  fake::Meta(original)["name"] = Json("z");
-  fake::Meta(copy).erase("labels");
-  CHECK(fake::ToText(original) == R"({"metadata":{"labels":{"x":"1"},"name":"z"},"spec":{"list":[1,2]}})");
-  CHECK(fake::ToText(again) == R"({"metadata":{"labels":{"x":"2"},"name":"ab"},"spec":{"list":[1,2,3]}})");
-  CHECK(fake::ToText(copy) == R"({"metadata":{"name":"ab"},"spec":{"list":[1,2,3]}})");
-
-  // What a write did not change is shared with the version before it, not copied.
-  Json status_only = again;
-  fake::Obj(status_only, {"status"})["phase"] = Json("Bound");
-  CHECK(status_only.get("spec").SharesWith(again.get("spec")));
-  CHECK(status_only.get("metadata").SharesWith(again.get("metadata")));
-  CHECK_FALSE(status_only.SharesWith(again));
-  CHECK(status_only != again);
-  fake::Obj(status_only, {}).erase("status");
-  CHECK(status_only == again);
-
-  // A stored object keeps its members' text; a version that changed one writes the new text,
-  // whether the change copied the member or changed the object's only copy in place.
-  Json stored = *fake::ParseJson(R"({"metadata":{"labels":{"x":"1"},"name":"a"},"spec":{"c":{"d":[1]},"list":[1,2]}})");
-  std::string text;
-  stored.AppendStored(text);
-  CHECK(text == fake::ToText(stored));
-  Json next = stored;
-  fake::Obj(next, {"spec", "c"})["d"] = Json("new");
-  fake::Obj(next, {"metadata", "labels"})["x"] = Json("2");
-  text.clear();
-  next.AppendStored(text);
-  CHECK(text == R"({"metadata":{"labels":{"x":"2"},"name":"a"},"spec":{"c":{"d":"new"},"list":[1,2]}})");
-  stored = Json();  // next is now the only copy of what it shares
-  fake::Obj(next, {"spec"})["list"].get<fake::JsonArray>().push_back(Json(3.0));
-  fake::Obj(next, {"spec", "c"}).erase("d");
-  text.clear();
-  next.AppendStored(text);
-  CHECK(text == R"({"metadata":{"labels":{"x":"2"},"name":"a"},"spec":{"c":{},"list":[1,2,3]}})");
-}
-
 TEST_CASE("wait: claims that become Bound and PVs that go are counted in the fake, without a watch") {
   Server s;
   REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
@@ -1308,6 +1262,176 @@ TEST_CASE("a client that goes away while its answer is written costs the server 
     setsockopt(c.fd, SOL_SOCKET, SO_LINGER, &off, sizeof off);
   }
   CHECK(Admin(s.api, "GET", "/version").code == 200);  // this process (the server's) is still alive
+}
+
+// GET path as kubectl get asks for it: a Table if the server has one, else the object or list.
+Reply TableCall(const fake::ApiServer& api, const std::string& path) {
+  httplib::SSLClient c("127.0.0.1", api.port());
+  c.set_ca_cert_path((api.dir() + "/ca.crt").c_str());
+  c.enable_server_certificate_verification(true);
+  c.set_bearer_token_auth(api.admin_token().c_str());
+  auto r = c.Get(path.c_str(), {{"Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"}});
+  RawReply raw;
+  raw.what = "GET " + path + " as a Table: " + httplib::to_string(r.error());
+  raw.ok = static_cast<bool>(r);
+  if (r) {
+    raw.code = r->status;
+    raw.body = r->body;
+  }
+  return Checked(raw);
+}
+
+// A class, claim c1 bound to volume pvc-UID by the fake's PV controller, and c2 still Pending;
+// returns UID (c1's).
+std::string BoundAndPendingClaims(const fake::ApiServer& api) {
+  REQUIRE(Admin(api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
+  Reply claim = Admin(api, "POST", kPvcs, Pvc("c1"));
+  REQUIRE(claim.code == 201);
+  const std::string uid = Str(claim.body, {"metadata", "uid"});
+  REQUIRE(Admin(api, "POST", kPvs, Pv("pvc-" + uid, R"(,"claimRef":{"namespace":"default","name":"c1","uid":")" + uid + "\"}")).code == 201);
+  REQUIRE(Str(Admin(api, "GET", kPvcs + "/c1").body, {"status", "phase"}) == "Bound");
+  REQUIRE(Admin(api, "POST", kPvcs, Pvc("c2")).code == 201);
+  return uid;
+}
+
+std::vector<std::string> Strings(const Json& v) {
+  std::vector<std::string> out;
+  for (const Json& e : v.get<fake::JsonArray>()) out.push_back(e.is<std::string>() ? e.get<std::string>() : e.to_str());
+  return out;
+}
+
+TEST_CASE("tables: the columns and cells of kube-apiserver's printers for claims, volumes and classes") {
+  Server s;
+  const std::string uid = BoundAndPendingClaims(s.api);
+  const std::string pv = "pvc-" + uid;
+
+  Reply claims = TableCall(s.api, kPvcs);
+  REQUIRE(claims.code == 200);
+  CHECK(Str(claims.body, {"kind"}) == "Table");
+  CHECK(Str(claims.body, {"apiVersion"}) == "meta.k8s.io/v1");
+  CHECK_FALSE(Str(claims.body, {"metadata", "resourceVersion"}).empty());
+  std::vector<std::string> names, priorities;
+  for (const Json& c : claims.body.get("columnDefinitions").get<fake::JsonArray>()) {
+    names.push_back(Str(c, {"name"}));
+    priorities.push_back(c.get("priority").to_str());
+  }
+  CHECK(names == std::vector<std::string>{"Name", "Status", "Volume", "Capacity", "Access Modes", "StorageClass",
+                                          "VolumeAttributesClass", "Age", "VolumeMode"});
+  CHECK(priorities == std::vector<std::string>{"0", "0", "0", "0", "0", "0", "0", "0", "1"});
+  const auto& rows = claims.body.get("rows").get<fake::JsonArray>();
+  REQUIRE(rows.size() == 2);
+  std::vector<std::string> c1 = Strings(rows[0].get("cells")), c2 = Strings(rows[1].get("cells"));
+  REQUIRE(c1.size() == 9);
+  CHECK(c1[7].back() == 's');  // an age in seconds
+  c1[7] = c2[7] = "age";
+  CHECK(c1 == std::vector<std::string>{"c1", "Bound", pv, "1Gi", "RWO", "hostpath", "<unset>", "age", "Filesystem"});
+  CHECK(c2 == std::vector<std::string>{"c2", "Pending", "", "", "", "hostpath", "<unset>", "age", "Filesystem"});
+  CHECK(Str(rows[0], {"object", "kind"}) == "PartialObjectMetadata");
+  CHECK(Str(rows[0], {"object", "metadata", "uid"}) == uid);
+
+  Reply one = TableCall(s.api, kPvs + "/" + pv);  // a get is answered with a Table of one row
+  REQUIRE(one.code == 200);
+  CHECK(Str(one.body, {"metadata", "resourceVersion"}) == Str(Admin(s.api, "GET", kPvs + "/" + pv).body, {"metadata", "resourceVersion"}));
+  REQUIRE(one.body.get("rows").get<fake::JsonArray>().size() == 1);
+  std::vector<std::string> cells = Strings(one.body.get("rows").get<fake::JsonArray>()[0].get("cells"));
+  REQUIRE(cells.size() == 11);
+  cells[9] = "age";
+  CHECK(cells == std::vector<std::string>{pv, "1Gi", "RWO", "Delete", "Bound", "default/c1", "hostpath", "<unset>", "", "age",
+                                          "Filesystem"});
+
+  Reply classes = TableCall(s.api, "/apis/storage.k8s.io/v1/storageclasses");
+  REQUIRE(classes.code == 200);
+  std::vector<std::string> sc = Strings(classes.body.get("rows").get<fake::JsonArray>()[0].get("cells"));
+  REQUIRE(sc.size() == 6);
+  sc[5] = "age";
+  CHECK(sc == std::vector<std::string>{"hostpath", "example.com/hostpath", "Delete", "Immediate", "false", "age"});
+  CHECK(classes.body.get("rows").get<fake::JsonArray>()[0].get("cells").get<fake::JsonArray>()[4].is<bool>());
+
+  CHECK(Str(Admin(s.api, "GET", kPvcs).body, {"kind"}) == "PersistentVolumeClaimList");  // without as=Table: the list
+}
+
+TEST_CASE("tables: ages as duration.HumanDuration writes them") {
+  using fake::table_detail::HumanDuration;
+  const std::vector<std::pair<long long, std::string>> cases = {
+      {-2, "<invalid>"}, {-1, "0s"}, {0, "0s"}, {5, "5s"}, {119, "119s"}, {120, "2m"}, {182, "3m2s"}, {599, "9m59s"},
+      {600, "10m"}, {10799, "179m"}, {10800, "3h"}, {3 * 3600 + 60, "3h1m"}, {8 * 3600 - 1, "7h59m"}, {8 * 3600, "8h"},
+      {47 * 3600, "47h"}, {48 * 3600, "2d"}, {49 * 3600, "2d1h"}, {8 * 86400, "8d"}, {729 * 86400, "729d"},
+      {730 * 86400, "2y"}, {731 * 86400, "2y1d"}, {8 * 365 * 86400, "8y"}};
+  for (const auto& [seconds, text] : cases) {
+    INFO(seconds);
+    CHECK(HumanDuration(seconds) == text);
+  }
+}
+
+// The fields of a line of kubectl's table output: columns are apart by two spaces or more (a
+// header such as "ACCESS MODES" has one inside).
+std::vector<std::string> Fields(const std::string& line) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    size_t end = line.find("  ", i);
+    if (end == std::string::npos) end = line.size();
+    out.push_back(line.substr(i, end - i));
+    i = line.find_first_not_of(' ', end);
+    if (i == std::string::npos) break;
+  }
+  return out;
+}
+
+// The lines kubectl prints (stdout and stderr) for `args`, as the admin of the server.
+std::vector<std::string> Kubectl(const fake::ApiServer& api, const std::string& args) {
+  const std::string cmd = "kubectl --kubeconfig " + api.dir() + "/admin.kubeconfig --cache-dir " + api.dir() +
+                          "/kube-cache --request-timeout=20s " + args + " 2>&1";
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+    pclose(p);
+  }
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST_CASE("kubectl get pvc, pv and storageclass print the columns a real server gives them", "[kubectl]") {
+  if (std::system("command -v kubectl >/dev/null 2>&1") != 0) {
+    WARN("no kubectl on PATH: kubectl's tables not checked");
+    return;
+  }
+  Server s;
+  const std::string pv = "pvc-" + BoundAndPendingClaims(s.api);
+  using Row = std::vector<std::string>;
+  // The rows with their last (or given) column, the age, checked and then left out.
+  auto without_age = [](std::vector<std::string> lines, size_t age_column_from_end = 1) {
+    std::vector<Row> rows;
+    for (const auto& line : lines) rows.push_back(Fields(line));
+    for (size_t i = 1; i < rows.size(); ++i) {
+      REQUIRE(rows[i].size() >= age_column_from_end);
+      auto age = rows[i].end() - static_cast<long>(age_column_from_end);
+      INFO(lines[i]);
+      CHECK((!age->empty() && age->back() == 's'));
+      rows[i].erase(age);
+    }
+    return rows;
+  };
+
+  auto claims = without_age(Kubectl(s.api, "get pvc"));
+  CHECK(claims == std::vector<Row>{
+                      {"NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"},
+                      {"c1", "Bound", pv, "1Gi", "RWO", "hostpath", "<unset>"},
+                      {"c2", "Pending", "hostpath", "<unset>"}});
+  auto wide = without_age(Kubectl(s.api, "get pvc c1 -o wide"), 2);
+  CHECK(wide == std::vector<Row>{{"NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES", "STORAGECLASS",
+                                  "VOLUMEATTRIBUTESCLASS", "AGE", "VOLUMEMODE"},
+                                 {"c1", "Bound", pv, "1Gi", "RWO", "hostpath", "<unset>", "Filesystem"}});
+  auto volumes = without_age(Kubectl(s.api, "get pv"));
+  CHECK(volumes == std::vector<Row>{{"NAME", "CAPACITY", "ACCESS MODES", "RECLAIM POLICY", "STATUS", "CLAIM", "STORAGECLASS",
+                                     "VOLUMEATTRIBUTESCLASS", "REASON", "AGE"},
+                                    {pv, "1Gi", "RWO", "Delete", "Bound", "default/c1", "hostpath", "<unset>"}});
+  auto classes = without_age(Kubectl(s.api, "get storageclass"));
+  CHECK(classes == std::vector<Row>{{"NAME", "PROVISIONER", "RECLAIMPOLICY", "VOLUMEBINDINGMODE", "ALLOWVOLUMEEXPANSION", "AGE"},
+                                    {"hostpath", "example.com/hostpath", "Delete", "Immediate", "false"}});
 }
 
 }  // namespace

@@ -1,0 +1,178 @@
+// meta.k8s.io/v1 Tables, as kube-apiserver answers a request that accepts one (kubectl get's
+// `Accept: application/json;as=Table;v=v1;g=meta.k8s.io,...`): the columns and cells of
+// pkg/printers/internalversion/printers.go (AddHandlers and the print functions) for the kinds
+// the fake serves, made as the server's TableConvertor makes them (with the wide columns, which
+// kubectl shows only for -o wide), and each row's object as PartialObjectMetadata
+// (includeObject=Metadata, the default).
+//
+// Known differences: column descriptions are left empty (the real ones are API doc strings);
+// quantities are shown as stored, not in canonical form; pods get the NAME, AGE table.
+#pragma once
+#include <algorithm>
+#include <cctype>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "test/fake_admission.hpp"
+
+namespace fake {
+namespace table_detail {
+
+struct Column {
+  const char* name;
+  int priority = 0;  // 1: shown by kubectl only with -o wide
+};
+
+// duration.HumanDuration (apimachinery/pkg/util/duration) of `seconds`.
+inline std::string HumanDuration(long long seconds) {
+  auto n = [](long long v) { return std::to_string(v); };
+  if (seconds < -1) return "<invalid>";
+  if (seconds < 0) return "0s";
+  if (seconds < 120) return n(seconds) + "s";
+  const long long minutes = seconds / 60, hours = seconds / 3600, days = hours / 24, years = days / 365;
+  if (minutes < 10) return n(minutes) + "m" + (seconds % 60 == 0 ? "" : n(seconds % 60) + "s");
+  if (minutes < 180) return n(minutes) + "m";
+  if (hours < 8) return n(hours) + "h" + (minutes % 60 == 0 ? "" : n(minutes % 60) + "m");
+  if (hours < 48) return n(hours) + "h";
+  if (hours < 24 * 8) return n(days) + "d" + (hours % 24 == 0 ? "" : n(hours % 24) + "h");
+  if (hours < 24 * 365 * 2) return n(days) + "d";
+  if (hours < 24 * 365 * 8) return n(years) + "y" + (days % 365 == 0 ? "" : n(days % 365) + "d");
+  return n(years) + "y";
+}
+
+// translateTimestampSince: the age of an RFC 3339 time, "<unknown>" when there is none.
+inline std::string Age(const std::string& rfc3339) {
+  long long t = ParseRfc3339(rfc3339);
+  if (t < 0) return "<unknown>";
+  return HumanDuration(static_cast<long long>(std::time(nullptr)) - t);
+}
+
+// helper.GetAccessModesAsString: RWO, ROX, RWX, RWOP in that order, each once, unknown modes left out.
+inline std::string AccessModes(const Json& obj, std::initializer_list<std::string_view> path) {
+  const std::vector<std::string> modes = StringList(obj, path);
+  std::string out;
+  for (const auto& [mode, abbrev] : {std::pair<const char*, const char*>{"ReadWriteOnce", "RWO"},
+                                     {"ReadOnlyMany", "ROX"}, {"ReadWriteMany", "RWX"}, {"ReadWriteOncePod", "RWOP"}})
+    if (std::find(modes.begin(), modes.end(), mode) != modes.end()) out += (out.empty() ? "" : ",") + std::string(abbrev);
+  return out;
+}
+
+// helper.GetPersistentVolume(Claim)Class: the beta annotation first, then spec.storageClassName.
+inline std::string StorageClassOf(const Json& obj) {
+  const Json* beta = Path(obj, {"metadata", "annotations", "volume.beta.kubernetes.io/storage-class"});
+  if (beta != nullptr && beta->is<std::string>()) return beta->get<std::string>();
+  return Str(obj, {"spec", "storageClassName"});
+}
+
+// The string at the path, or `unset` when it is not there (a nil pointer field).
+inline std::string StrOr(const Json& obj, std::initializer_list<std::string_view> path, const std::string& unset) {
+  const Json* v = Path(obj, path);
+  return v != nullptr && v->is<std::string>() ? v->get<std::string>() : unset;
+}
+
+inline std::string Phase(const Json& obj) { return IsDeleting(obj) ? "Terminating" : Str(obj, {"status", "phase"}); }
+
+inline std::string Created(const Json& obj) { return Age(Str(obj, {"metadata", "creationTimestamp"})); }
+
+// The columns for a resource type (AddHandlers).
+inline std::vector<Column> Columns(const ResourceType& t) {
+  if (t.plural == "persistentvolumeclaims")
+    return {{"Name"}, {"Status"}, {"Volume"}, {"Capacity"}, {"Access Modes"}, {"StorageClass"},
+            {"VolumeAttributesClass"}, {"Age"}, {"VolumeMode", 1}};
+  if (t.plural == "persistentvolumes")
+    return {{"Name"}, {"Capacity"}, {"Access Modes"}, {"Reclaim Policy"}, {"Status"}, {"Claim"}, {"StorageClass"},
+            {"VolumeAttributesClass"}, {"Reason"}, {"Age"}, {"VolumeMode", 1}};
+  if (t.plural == "storageclasses")
+    return {{"Name"}, {"Provisioner"}, {"ReclaimPolicy"}, {"VolumeBindingMode"}, {"AllowVolumeExpansion"}, {"Age"}};
+  if (t.plural == "events") return {{"Last Seen"}, {"Type"}, {"Reason"}, {"Object"}, {"Message"}};
+  if (t.plural == "namespaces") return {{"Name"}, {"Status"}, {"Age"}};
+  if (t.plural == "leases") return {{"Name"}, {"Holder"}, {"Age"}};
+  return {{"Name"}, {"Age"}};
+}
+
+// One row's cells, in the order of Columns(t) (the print functions).
+inline JsonArray Cells(const ResourceType& t, const Json& o) {
+  const std::string& name = Str(o, {"metadata", "name"});
+  std::vector<std::string> cells;
+  if (t.plural == "persistentvolumeclaims") {
+    const std::string& volume = Str(o, {"spec", "volumeName"});
+    const bool bound = !volume.empty();  // capacity and access modes are the bound volume's
+    cells = {name, Phase(o), volume, bound ? Str(o, {"status", "capacity", "storage"}) : "",
+             bound ? AccessModes(o, {"status", "accessModes"}) : "", StorageClassOf(o),
+             StrOr(o, {"spec", "volumeAttributesClassName"}, "<unset>"), Created(o), StrOr(o, {"spec", "volumeMode"}, "<unset>")};
+  } else if (t.plural == "persistentvolumes") {
+    const Json* ref = Path(o, {"spec", "claimRef"});
+    const std::string claim = ref ? Str(*ref, {"namespace"}) + "/" + Str(*ref, {"name"}) : "";
+    cells = {name, Str(o, {"spec", "capacity", "storage"}), AccessModes(o, {"spec", "accessModes"}),
+             Str(o, {"spec", "persistentVolumeReclaimPolicy"}), Phase(o), claim, StorageClassOf(o),
+             StrOr(o, {"spec", "volumeAttributesClassName"}, "<unset>"), Str(o, {"status", "reason"}), Created(o),
+             StrOr(o, {"spec", "volumeMode"}, "<unset>")};
+  } else if (t.plural == "storageclasses") {
+    const bool is_default = Annotation(o, kIsDefaultClass) == "true" || Annotation(o, kBetaIsDefaultClass) == "true";
+    const Json* expand = Path(o, {"allowVolumeExpansion"});
+    JsonArray row;
+    for (const std::string& c : {name + (is_default ? " (default)" : ""), Str(o, {"provisioner"}),
+                                 StrOr(o, {"reclaimPolicy"}, "Delete"), StrOr(o, {"volumeBindingMode"}, "Immediate")})
+      row.emplace_back(c);
+    row.emplace_back(expand != nullptr && expand->is<bool>() && expand->get<bool>());  // a bool cell, as Go's
+    row.emplace_back(Created(o));
+    return row;
+  } else if (t.plural == "events") {
+    std::string kind = Str(o, {"involvedObject", "kind"});
+    for (char& c : kind) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string& target = Str(o, {"involvedObject", "name"});
+    std::string message = Str(o, {"message"});
+    message.erase(0, message.find_first_not_of(" \t\n"));
+    message.erase(message.find_last_not_of(" \t\n") + 1);
+    std::string seen = Str(o, {"lastTimestamp"});  // else the first time, else the eventTime
+    if (seen.empty()) seen = Str(o, {"firstTimestamp"});
+    if (seen.empty()) seen = Str(o, {"eventTime"});
+    cells = {Age(seen), Str(o, {"type"}), Str(o, {"reason"}), target.empty() ? kind : kind + "/" + target, message};
+  } else if (t.plural == "namespaces") {
+    cells = {name, Str(o, {"status", "phase"}), Created(o)};
+  } else if (t.plural == "leases") {
+    cells = {name, Str(o, {"spec", "holderIdentity"}), Created(o)};
+  } else {
+    cells = {name, Created(o)};
+  }
+  JsonArray row;
+  for (const auto& c : cells) row.emplace_back(c);
+  return row;
+}
+
+}  // namespace table_detail
+
+// The Table of `items` of type t; `meta` is the list's metadata (resourceVersion, continue),
+// or for one object its resourceVersion.
+inline Json ToTable(const ResourceType& t, const JsonArray& items, const Json& meta) {
+  using namespace table_detail;
+  JsonArray columns, rows;
+  for (const Column& c : Columns(t)) {
+    JsonObject d;
+    d["name"] = Json(c.name);
+    d["type"] = Json("string");
+    d["format"] = Json(std::string(c.name) == "Name" ? "name" : "");
+    d["description"] = Json("");
+    d["priority"] = Json(static_cast<double>(c.priority));
+    columns.emplace_back(d);
+  }
+  for (const Json& o : items) {
+    JsonObject partial, row;
+    partial["kind"] = Json("PartialObjectMetadata");
+    partial["apiVersion"] = Json("meta.k8s.io/v1");
+    partial["metadata"] = Path(o, {"metadata"}) ? *Path(o, {"metadata"}) : Json(JsonObject());
+    row["cells"] = Json(Cells(t, o));
+    row["object"] = Json(partial);
+    rows.emplace_back(row);
+  }
+  JsonObject table;
+  table["kind"] = Json("Table");
+  table["apiVersion"] = Json("meta.k8s.io/v1");
+  table["metadata"] = meta;
+  table["columnDefinitions"] = Json(columns);
+  table["rows"] = Json(rows);
+  return Json(table);
+}
+
+}  // namespace fake
