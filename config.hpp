@@ -96,6 +96,7 @@ inline const std::vector<Setting>& Settings() {
          char* end = nullptr;
          unsigned long m = std::strtoul(v.c_str(), &end, 8);
          if (v.empty() || *end != '\0' || m > 07777) return "must be an octal mode like 0775, not \"" + v + "\"";
+         if (m & 04000) return "must not set the set-user-ID bit (04000), not \"" + v + "\"";
          c.dir_mode = static_cast<unsigned>(m);
          return "";
        }},

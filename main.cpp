@@ -39,12 +39,14 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
-// Blocks SIGTERM and SIGINT in every thread, so that main can wait for them with sigwait.
+// Blocks SIGTERM, SIGINT and SIGHUP in every thread, so that main can wait for them with
+// sigwait.
 sigset_t BlockStopSignals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   signal(SIGPIPE, SIG_IGN);
   return set;
@@ -170,7 +172,10 @@ int main(int argc, char** argv) {
   });
 
   int sig = 0;
-  sigwait(&stop_signals, &sig);
+  // SIGHUP (a closed terminal, or a reload asked of a daemon) stops nothing: there is nothing
+  // to reload, since configuration is read once at start.
+  while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP)
+    LogInfo("SIGHUP received: ignored (configuration is read at start; send SIGTERM to stop)");
   LogInfo(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
   stopping = true;
   runner.join();

@@ -27,6 +27,22 @@ class RequestCounter {
 };
 
 namespace metrics_detail {
+
+// A label value as the text exposition format writes it: backslash, double quote and newline
+// escaped.
+inline std::string Label(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
 // A histogram as the exposition format writes it: cumulative buckets, sum and count.
 inline void Histogram(std::ostringstream& o, const std::string& name, const char* help, ControllerStats::Histogram& h) {
   std::lock_guard<std::mutex> lock(h.mu);
@@ -66,16 +82,16 @@ inline std::string MetricsText(Controller& controller, RequestCounter& requests,
   o << "# HELP " << p << "api_requests_total Requests to the API server, by verb, resource and HTTP code (0 = no answer).\n"
     << "# TYPE " << p << "api_requests_total counter\n";
   for (const auto& [k, n] : requests.Snapshot())
-    o << p << "api_requests_total{verb=\"" << std::get<0>(k) << "\",resource=\"" << std::get<1>(k) << "\",code=\""
+    o << p << "api_requests_total{verb=\"" << std::get<0>(k) << "\",resource=\"" << metrics_detail::Label(std::get<1>(k)) << "\",code=\""
       << std::get<2>(k) << "\"} " << n << "\n";
   uint64_t free_bytes = 0, total_bytes = 0;
   if (root.Space(&free_bytes, &total_bytes).ok()) {
     o << "# HELP " << p << "root_free_bytes Free bytes on the filesystem of each volume root.\n# TYPE " << p
       << "root_free_bytes gauge\n";
-    o << p << "root_free_bytes{root=\"" << root.path() << "\"} " << free_bytes << "\n";
+    o << p << "root_free_bytes{root=\"" << metrics_detail::Label(root.path()) << "\"} " << free_bytes << "\n";
     o << "# HELP " << p << "root_total_bytes Size of the filesystem of each volume root.\n# TYPE " << p
       << "root_total_bytes gauge\n";
-    o << p << "root_total_bytes{root=\"" << root.path() << "\"} " << total_bytes << "\n";
+    o << p << "root_total_bytes{root=\"" << metrics_detail::Label(root.path()) << "\"} " << total_bytes << "\n";
   }
   return o.str();
 }

@@ -140,6 +140,7 @@ inline std::string ParseClassParameters(const StorageClass& sc, ClassParameters*
     } else if (key == "mode") {
       if (!ParseUnsigned(value, 8, 07777, &v))
         return "parameter mode=\"" + value + "\" is not an octal mode like 0770";
+      if (v & 04000) return "parameter mode=\"" + value + "\" sets the set-user-ID bit (04000), which this provisioner refuses";
       out->has_mode = true;
       out->mode = static_cast<unsigned>(v);
     } else {

@@ -383,10 +383,15 @@ TEST_CASE("bad configuration: exit non-zero at start with one clear line", "[e2e
   }
 }
 
-TEST_CASE("SIGTERM stops it cleanly; --help and --version exit 0", "[e2e]") {
+TEST_CASE("SIGHUP is logged and ignored; SIGTERM stops it cleanly; --help and --version exit 0", "[e2e]") {
   Cluster c;
   Provisioner p(c.api, c.pv_dir);
   REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  p.process().Signal(SIGHUP);
+  REQUIRE(Eventually([&] { return p.Log().find("SIGHUP") != std::string::npos; }));
+  CHECK_THAT(p.Log(), Catch::Contains("ignored"));
+  c.api.CreateYaml(ClaimYaml("default", "after-hup", "hostpath"));
+  CHECK(c.WaitBound("default", "after-hup"));
   p.process().Signal(SIGTERM);
   int code = -1;
   REQUIRE(p.process().WaitFor(seconds(20), &code));
@@ -487,6 +492,17 @@ TEST_CASE("class parameters uid, gid and mode set the directory's owner and mode
         return true;
     return false;
   }));
+}
+
+TEST_CASE("/metrics escapes label values as the exposition format requires", "[e2e]") {
+  Cluster c;
+  const std::string odd = c.tmp.path() + "/pv \"quoted\" back\\slash";
+  ::mkdir(odd.c_str(), 0755);
+  Provisioner p(c.api, odd);
+  REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  const std::string m = p.Http("/metrics").body;
+  const std::string escaped = c.tmp.path() + "/pv \\\"quoted\\\" back\\\\slash";
+  CHECK_THAT(m, Catch::Contains("hostpath_provisioner_root_free_bytes{root=\"" + escaped + "\"} "));
 }
 
 TEST_CASE("/metrics, /healthz and /readyz; JSON logs", "[e2e]") {

@@ -67,6 +67,7 @@ TEST_CASE("bad values are refused with a message naming the setting", "[config]"
       {"relative dir", {"--pv-dir=data"}, {}, "must be an absolute path"},
       {"dotdot dir", {"--pv-dir=/var/../etc"}, {}, "without \"..\""},
       {"mode", {"--dir-mode=0999"}, {}, "must be an octal mode"},
+      {"setuid mode", {"--dir-mode=4777"}, {}, "must not set the set-user-ID bit"},
       {"unknown flag", {"--pv-path=/x"}, {}, "unknown flag --pv-path"},
       {"missing value", {"--pv-dir"}, {}, "--pv-dir needs a value"},
       {"stray argument", {"run"}, {}, "unexpected argument \"run\""},

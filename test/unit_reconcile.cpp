@@ -165,6 +165,7 @@ TEST_CASE("claims we cannot serve fail with a reason that says why", "[reconcile
       {"unknown parameter", [](Claim&) {}, [](StorageClass& s) { s.parameters["size"] = "1"; }, "unknown parameter \"size\""},
       {"bad uid", [](Claim&) {}, [](StorageClass& s) { s.parameters["uid"] = "-1"; }, "uid=\"-1\""},
       {"bad mode", [](Claim&) {}, [](StorageClass& s) { s.parameters["mode"] = "0999"; }, "mode=\"0999\""},
+      {"setuid mode", [](Claim&) {}, [](StorageClass& s) { s.parameters["mode"] = "4777"; }, "set-user-ID bit"},
       {"no request", [](Claim& c) { c.storage_request = ""; }, [](StorageClass&) {}, "requests.storage is missing"},
       {"bad quantity", [](Claim& c) { c.storage_request = "10Xi"; }, [](StorageClass&) {}, "\"10Xi\" is not a valid quantity"},
       {"negative", [](Claim& c) { c.storage_request = "-1Gi"; }, [](StorageClass&) {}, "negative"},
