@@ -17,21 +17,7 @@
 
 #include "objects.hpp"
 #include "status.hpp"
-
-// `text` made one line: control characters become spaces.
-inline std::string OneLine(std::string text) {
-  for (char& c : text)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';
-  return text;
-}
-
-// The first `max` bytes of `text`, not splitting a UTF-8 sequence.
-inline std::string CutUtf8(const std::string& text, size_t max) {
-  if (text.size() <= max) return text;
-  size_t end = max;
-  while (end > 0 && (static_cast<unsigned char>(text[end]) & 0xC0u) == 0x80u) --end;
-  return text.substr(0, end);
-}
+#include "text.hpp"
 
 namespace k8s_json_detail {
 

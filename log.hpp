@@ -1,7 +1,8 @@
 // Leveled log lines on stderr: one line per meaningful event, UTC RFC 3339 timestamps,
 // text ("2026-11-21T22:10:00.123Z info  provisioned default/data -> pvc-1 (3.1 ms)") or
 // JSON ({"ts":"...","level":"info","msg":"..."}) for log collectors.
-// Thread-safe: each line is written with one write(2).
+// Lines are valid UTF-8 (bytes that are not become U+FFFD). Thread-safe: each line is written
+// with one write(2).
 #pragma once
 #include <unistd.h>
 
@@ -10,6 +11,8 @@
 #include <cstdio>
 #include <ctime>
 #include <string>
+
+#include "text.hpp"
 
 namespace logging {
 
@@ -58,7 +61,8 @@ inline std::string JsonEscape(const std::string& s) {
   return out;
 }
 
-inline void Write(Level level, const std::string& msg) {
+inline void Write(Level level, const std::string& text) {
+  const std::string msg = ValidUtf8(text);
   static const char* names[] = {"error", "warn", "info", "debug"};
   const char* name = names[static_cast<int>(level)];
   std::string line;

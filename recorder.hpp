@@ -135,7 +135,7 @@ class EventRecorder {
     e.involved_resource_version = p.obj.resource_version;
     e.type = p.type;
     e.reason = p.reason;
-    e.message = p.message;
+    e.message = ValidUtf8(p.message);
     e.count = 1;
     e.first_timestamp = e.last_timestamp = now;
     e.source_component = component_;

@@ -2,12 +2,16 @@
 // API (objects, events) and on disk (directories, files).
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <cstring>
 
 #include "harness.hpp"
+#include "text.hpp"
 
 using namespace harness;
 using std::chrono::seconds;
@@ -492,6 +496,54 @@ TEST_CASE("class parameters uid, gid and mode set the directory's owner and mode
         return true;
     return false;
   }));
+}
+
+namespace {
+
+// Sets or clears the immutable flag (chattr +i). Returns 0 or an errno value.
+int SetImmutable(const std::string& path, bool on) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int flags = 0, err = 0;
+  if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) {
+    err = errno;
+  } else {
+    flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+    if (::ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0) err = errno;
+  }
+  ::close(fd);
+  return err;
+}
+
+bool IsValidUtf8(const std::string& s) { return ValidUtf8(s) == s; }
+
+}  // namespace
+
+TEST_CASE("a file name that is not UTF-8 gives valid UTF-8 in logs and events", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir, {{"LOG_FORMAT", "json"}});
+  c.api.CreateYaml(ClaimYaml("default", "latin1", "hostpath"));
+  REQUIRE(c.WaitBound("default", "latin1"));
+  const std::string pv = c.VolumeOf("default", "latin1");
+  const std::string stuck = c.DirOf("default", "latin1") + "/caf\xe9.txt";  // "café" in Latin-1
+  WriteFile(stuck, "x");
+  if (int err = SetImmutable(stuck, true); err != 0) {
+    WARN("SKIPPED: cannot set the immutable flag here: " << strerror(err));
+    return;
+  }
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/latin1").code == 200);
+  const bool reported = Eventually([&] { return HasEvent(c.api, "default", pv, "VolumeFailedDelete", "caf\xef\xbf\xbd.txt"); });
+  REQUIRE(SetImmutable(stuck, false) == 0);
+  CHECK(reported);
+  std::istringstream log(p.Log());
+  std::string line;
+  int mentions = 0;
+  while (std::getline(log, line)) {
+    INFO(line);
+    CHECK(IsValidUtf8(line));
+    mentions += line.find("caf\xef\xbf\xbd.txt") != std::string::npos;
+  }
+  CHECK(mentions > 0);
 }
 
 TEST_CASE("/metrics escapes label values as the exposition format requires", "[e2e]") {
