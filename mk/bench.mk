@@ -3,9 +3,9 @@
 # prints a table with the targets, and writes build/bench.json. Work files and logs: build/bench-run/.
 .PHONY: bench
 
-$(BUILD)/bench: test/bench.cpp $(HEADERS) $(TEST_HDRS) $(HTTPLIB)
+$(BUILD)/bench: test/bench.cpp $(HTTPLIB) $(BUILD)/bench.d
 	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -O2 $< -o $@ $(LIBS)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) -O2 $< -o $@ $(LIBS)
 
 bench: hostpath-provisioner $(FAKE) $(BUILD)/bench
 	$(BUILD)/bench
