@@ -1,11 +1,12 @@
-# make bench: the performance benchmark (test/bench.cpp). Starts the fake API server and the
-# provisioner, runs claim bursts against both the provisioner and a minimal baseline client,
-# prints a table with the targets, and writes build/bench.json. Work files and logs: build/bench-run/.
+# make bench: the performance benchmark (test/bench.cpp, about a minute). Runs the provisioner
+# binary against the fake API server, and a baseline client against a second one; prints a
+# table of the figures against their targets and writes build/bench.json. Work files and logs:
+# build/bench-run/. What it measures and why: docs/performance.md.
 .PHONY: bench
 
-$(BUILD)/bench: test/bench.cpp $(HEADERS) $(TEST_HDRS) $(HTTPLIB)
+$(BUILD)/bench: test/bench.cpp $(HTTPLIB) $(BUILD)/bench.d
 	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) -O2 $< -o $@ $(LIBS)
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) -O2 $< -o $@ $(LIBS)
 
 bench: hostpath-provisioner $(FAKE) $(BUILD)/bench
 	$(BUILD)/bench

@@ -50,9 +50,9 @@ clang-deps:
 	fi
 
 # --- fuzzing -----------------------------------------------------------------------------
-$(FUZZ_DIR)/fuzz_%: test/fuzz_%.cpp $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
+$(FUZZ_DIR)/fuzz_%: test/fuzz_%.cpp $(HTTPLIB) $(FUZZ_DIR)/fuzz_%.d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(FUZZ_FLAGS) $< -o $@ $(LIBS)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(FUZZ_FLAGS) $< -o $@ $(LIBS)
 
 # One target after the other (the machine has 2 cores); a summary line per target at the end.
 fuzz: $(FUZZ_BINS)
@@ -76,21 +76,21 @@ fuzz: $(FUZZ_BINS)
 
 # --- sanitizers --------------------------------------------------------------------------
 # OpenSSL is linked dynamically here: only the shipped binary needs to be static.
-$(ASAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) | clang-deps
+$(ASAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) $(ASAN_DIR)/test/catch_main.o.d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) -c $< -o $@
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) -c $< -o $@
 
-$(ASAN_DIR)/test/%: test/%.cpp $(ASAN_DIR)/test/catch_main.o $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
+$(ASAN_DIR)/test/%: test/%.cpp $(ASAN_DIR)/test/catch_main.o $(HTTPLIB) $(ASAN_DIR)/test/%.d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< $(ASAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) $< $(ASAN_DIR)/test/catch_main.o -o $@ $(LIBS)
 
-$(ASAN_FAKE): test/fake_apiserver_main.cpp $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
+$(ASAN_FAKE): test/fake_apiserver_main.cpp $(HTTPLIB) $(ASAN_FAKE).d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
 
-$(ASAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
+$(ASAN_PROV): main.cpp $(HTTPLIB) $(ASAN_PROV).d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
 
 # Reports go to files (test/sanitized_run.sh), also those of the child processes.
 sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
@@ -101,23 +101,23 @@ sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
 # The workers, informers, recorder and HTTP endpoint share the cache, the queue and the
 # controller's sets: races there show up as reports from the provisioner while the e2e tests
 # drive it. The tests themselves are the ordinary build.
-$(TSAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) | clang-deps
+$(TSAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) $(TSAN_DIR)/test/catch_main.o.d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) -c $< -o $@
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) -c $< -o $@
 
-$(TSAN_QUEUE): test/unit_queue.cpp $(TSAN_DIR)/test/catch_main.o queue.hpp | clang-deps
+$(TSAN_QUEUE): test/unit_queue.cpp $(TSAN_DIR)/test/catch_main.o $(TSAN_QUEUE).d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
 
 # The fake's event loop thread against the tests' threads that pause it, drop its watches and
 # send requests at once.
-$(TSAN_FAKE_UT): test/unit_fake_apiserver.cpp $(TSAN_DIR)/test/catch_main.o $(HEADERS) $(TEST_HDRS) $(HTTPLIB) | clang-deps
+$(TSAN_FAKE_UT): test/unit_fake_apiserver.cpp $(TSAN_DIR)/test/catch_main.o $(HTTPLIB) $(TSAN_FAKE_UT).d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
 
-$(TSAN_PROV): main.cpp $(HEADERS) $(HTTPLIB) | clang-deps
+$(TSAN_PROV): main.cpp $(HTTPLIB) $(TSAN_PROV).d | clang-deps
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(TSAN_FLAGS) $< -o $@ $(LIBS)
+	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) $< -o $@ $(LIBS)
 
 tsan: $(TSAN_PROV) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS) $(FAKE)
 	PROVISIONER=$(TSAN_PROV) bash test/sanitized_run.sh tsan $(TSAN_DIR) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS)

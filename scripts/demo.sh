@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make demo: the real provisioner against the bundled fake API server on loopback, with
-# PV_DIR under ./demo. Creates the example claim with kubectl, shows it Bound and its
+# PV_DIR under ./demo. Creates the example claim (examples/test-claim.yaml) with kubectl, shows it Bound and its
 # directory, deletes it and shows the directory gone. Leaves logs in ./demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,7 +32,7 @@ cat "$work/provisioner.log"
 
 step "creating the example claim"
 start=$(date +%s%N)
-show $kubectl create --validate=false -f manifests/test-claim.yaml
+show $kubectl create --validate=false -f examples/test-claim.yaml
 for _ in $(seq 300); do
   phase=$($kubectl get pvc hostpath-test-claim -o jsonpath='{.status.phase}')
   [ "$phase" = Bound ] && break; sleep 0.05

@@ -5,7 +5,7 @@
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 build=${1:-build}
-packages=(g++ make libssl-dev libyaml-dev picojson-dev catch2 libjemalloc-dev dpkg-dev openssl ca-certificates file xz-utils)
+packages=(g++ make libssl-dev libyaml-dev picojson-dev catch2 dpkg-dev openssl ca-certificates file xz-utils)
 
 missing=()
 for p in "${packages[@]}"; do

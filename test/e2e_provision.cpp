@@ -61,7 +61,7 @@ int CountWithReason(const std::vector<picojson::value>& events, const std::strin
 TEST_CASE("a claim of the bundled class is bound to a new PV with its directory", "[e2e]") {
   Cluster c;
   Provisioner p(c.api, c.pv_dir);
-  c.api.CreateYaml(ReadFile("manifests/test-claim.yaml"));
+  c.api.CreateYaml(ReadFile("examples/test-claim.yaml"));
   REQUIRE(c.WaitBound("default", "hostpath-test-claim"));
 
   std::string pv_name = c.VolumeOf("default", "hostpath-test-claim");

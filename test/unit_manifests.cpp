@@ -1,13 +1,18 @@
-// The manifests a user installs: each parses, has the fields the API requires, and the
-// Deployment agrees with itself and with the program (PV_DIR mounted at the path it passes,
-// probes on the endpoint the program serves, the StorageClass names our provisioner).
+// The manifests a user installs (`kubectl create -f manifests/`): each parses, has the fields
+// the API requires, and the Deployment agrees with itself and with the program (PV_DIR mounted
+// at the path it passes, probes on the endpoint the program serves, the StorageClass names our
+// provisioner). The examples (examples/) parse too, are not installed, and their claim asks
+// for the class the manifests install.
 // That RBAC covers every request is checked end to end: the fake API server enforces
 // manifests/rbac.yaml and the e2e tests assert that nothing was denied.
 #include <catch2/catch.hpp>
 
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -47,17 +52,33 @@ bool ValidName(const std::string& s) {
   return s.front() != '-' && s.back() != '-';
 }
 
-const char* kFiles[] = {"manifests/rbac.yaml", "manifests/deployment.yaml", "manifests/storageclass.yaml",
-                        "manifests/test-claim.yaml", "manifests/test-pod.yaml"};
+// What `kubectl create -f manifests/` reads: every *.yaml, *.yml and *.json directly in the folder.
+const char* kInstalled[] = {"manifests/deployment.yaml", "manifests/rbac.yaml", "manifests/storageclass.yaml"};
+const char* kExamples[] = {"examples/test-claim.yaml", "examples/test-pod.yaml"};
 
-}  // namespace
+// The files directly in `dir` that `kubectl create -f dir` would read, sorted.
+std::vector<std::string> KubectlReads(const std::string& dir) {
+  std::vector<std::string> out;
+  DIR* d = ::opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    for (const char* ext : {".yaml", ".yml", ".json"})
+      if (name.size() > std::strlen(ext) && name.compare(name.size() - std::strlen(ext), std::string::npos, ext) == 0)
+        out.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
-TEST_CASE("every manifest parses and every object has apiVersion, kind and a valid name", "[manifests]") {
+// Checks apiVersion, kind and names of every object in the files; returns how many there are.
+int CheckObjects(const std::vector<std::string>& files) {
   std::map<std::string, bool> namespaced = {{"ServiceAccount", true}, {"ClusterRole", false}, {"ClusterRoleBinding", false},
                                             {"Role", true},           {"RoleBinding", true},   {"Deployment", true},
                                             {"StorageClass", false},  {"PersistentVolumeClaim", true}, {"Pod", true}};
   int objects = 0;
-  for (const char* f : kFiles) {
+  for (const std::string& f : files) {
     for (const picojson::value& d : Docs(f)) {
       std::string kind = Str(d.get("kind"));
       INFO(f << ": " << kind);
@@ -68,10 +89,35 @@ TEST_CASE("every manifest parses and every object has apiVersion, kind and a val
       ++objects;
     }
   }
-  CHECK(objects == 9);
+  return objects;
 }
 
-TEST_CASE("the StorageClass names the default provisioner and a valid reclaim policy", "[manifests]") {
+}  // namespace
+
+TEST_CASE("the install is exactly the manifests, each object has apiVersion, kind and a valid name", "[manifests]") {
+  // No claim or pod among them: the examples are not installed by `kubectl create -f manifests/`.
+  CHECK(KubectlReads("manifests") == std::vector<std::string>(std::begin(kInstalled), std::end(kInstalled)));
+  CHECK(CheckObjects(KubectlReads("manifests")) == 7);
+  for (const std::string& f : KubectlReads("manifests"))
+    for (const picojson::value& d : Docs(f)) {
+      INFO(f);
+      CHECK(Str(d.get("kind")) != "PersistentVolumeClaim");
+      CHECK(Str(d.get("kind")) != "Pod");
+    }
+}
+
+TEST_CASE("the examples parse: one claim and one pod that mounts it", "[manifests]") {
+  CHECK(CheckObjects(std::vector<std::string>(std::begin(kExamples), std::end(kExamples))) == 2);
+  auto claim = Docs("examples/test-claim.yaml");
+  auto pod = Docs("examples/test-pod.yaml");
+  REQUIRE(Find(claim, "PersistentVolumeClaim"));
+  REQUIRE(Find(pod, "Pod"));
+  const picojson::value& volume = Find(pod, "Pod")->get("spec").get("volumes").get(0);
+  CHECK(Str(volume.get("persistentVolumeClaim").get("claimName")) ==
+        Str(Find(claim, "PersistentVolumeClaim")->get("metadata").get("name")));
+}
+
+TEST_CASE("the StorageClass names the default provisioner and a valid reclaim policy; the example claim uses it", "[manifests]") {
   auto docs = Docs("manifests/storageclass.yaml");
   const picojson::value* sc = Find(docs, "StorageClass");
   REQUIRE(sc);
@@ -80,7 +126,7 @@ TEST_CASE("the StorageClass names the default provisioner and a valid reclaim po
   CHECK((policy == "Delete" || policy == "Retain"));
   std::string mode = Str(sc->get("volumeBindingMode"));
   CHECK((mode == "Immediate" || mode == "WaitForFirstConsumer"));
-  auto claim = Docs("manifests/test-claim.yaml");
+  auto claim = Docs("examples/test-claim.yaml");
   REQUIRE(Find(claim, "PersistentVolumeClaim"));
   CHECK(Str(Find(claim, "PersistentVolumeClaim")->get("spec").get("storageClassName")) == Str(sc->get("metadata").get("name")));
 }
@@ -155,7 +201,7 @@ TEST_CASE("kustomize renders the base and the example overlay, which changes PV_
     auto docs = Docs(out);
     std::string rendered = Read(out);
     std::remove(out.c_str());
-    CHECK(docs.size() == 9);
+    CHECK(docs.size() == 7);  // the objects of manifests/*.yaml, no example
     if (std::string(dir) != "manifests") {
       CHECK(rendered.find("/var/kubernetes") == std::string::npos);
       CHECK(rendered.find("/srv/volumes") != std::string::npos);
