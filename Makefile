@@ -12,7 +12,7 @@ COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CXX       ?= g++
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CPPFLAGS  := -I. -isystem $(BUILD)/httplib -DCPPHTTPLIB_OPENSSL_SUPPORT \
+CPPFLAGS  := -I. -isystem $(BUILD)/httplib -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_USE_POLL \
              -DHP_VERSION='"$(VERSION)"' -DHP_COMMIT='"$(COMMIT)"'
 CXXFLAGS  := -std=c++17 $(WARN)
 # The shipped binary: small, static, hardened.

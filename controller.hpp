@@ -414,7 +414,10 @@ class Controller {
     std::string path = cfg_.pv_dir + "/" + a.dir_name;
     std::string other;
     volumes_.ForEach([&](const Volume& o) {
-      if (o.meta.name != v.meta.name && PathWithin(o.host_path, path)) other = o.meta.name;
+      // A path inside this directory holds its name as a component (normalising never changes
+      // one): the cheap test first, since every deletion looks at every PV.
+      if (o.meta.name != v.meta.name && o.host_path.find(a.dir_name) != std::string::npos && PathWithin(o.host_path, path))
+        other = o.meta.name;
     });
     if (!other.empty())
       return DeleteFailed(v, "PersistentVolume " + other + " also uses " + path +
