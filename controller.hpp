@@ -228,6 +228,7 @@ class Controller {
       LogWarn(key + ": not acting: this instance may no longer hold the lease");
       return Retry();
     }
+    if (Status s = root_->StillAtPath(); !s.ok()) return RootMoved(key, s);
     if (key == kScanOrphans) {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
       return ScanOrphans(w) ? Done() : Retry(w.conn.last_retry_after());
@@ -282,6 +283,20 @@ class Controller {
       }
     }
     return complete;
+  }
+
+  // PV_DIR no longer names the directory held open: nothing is done (volumes made now would
+  // be in a directory that PVs do not name); the claim or volume is told, and /healthz fails
+  // so that the kubelet restarts the pod onto the right directory.
+  Outcome RootMoved(const std::string& key, const Status& why) {
+    const std::string message = "PV_DIR " + why.message() + "; nothing done until the provisioner restarts";
+    LogError(key + ": " + message);
+    if (key.rfind("claim/", 0) == 0) {
+      if (std::optional<Claim> c = claims_.Get(key.substr(6))) recorder_.Warning(Of(*c), reason::kProvisioningFailed, message);
+    } else if (key.rfind("volume/", 0) == 0) {
+      if (std::optional<Volume> v = volumes_.Get(key.substr(7))) recorder_.Warning(Of(*v), reason::kVolumeFailedDelete, message);
+    }
+    return Retry();
   }
 
   static Involved Of(const Claim& c) {

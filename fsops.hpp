@@ -702,6 +702,21 @@ class Root {
   // True if the root is a mount point: its device or mount id differs from its parent's (so a
   // bind mount counts too). False when not, or when that cannot be found out. Used to warn
   // when the data disk is not mounted.
+  // Does the path still name the directory opened at start? Not when it was renamed (and
+  // something made in its place), removed, or a filesystem mounted on it was (lazily)
+  // unmounted: the handle then works on a directory that PVs and users no longer see.
+  // Ok, or kError saying what changed.
+  Status StillAtPath() const {
+    struct stat held, now;
+    if (fstat(fd_, &held) != 0) return PosixError("stat the open root directory " + fsops_detail::Printable(path_), errno);
+    if (held.st_nlink == 0) return Status::Error(fsops_detail::Printable(path_) + " was removed while in use");
+    if (stat(path_.c_str(), &now) != 0) return PosixError(fsops_detail::Printable(path_), errno);
+    if (now.st_dev != held.st_dev || now.st_ino != held.st_ino)
+      return Status::Error(fsops_detail::Printable(path_) +
+                           " is no longer the directory opened at start (renamed, replaced or unmounted)");
+    return Status::Ok();
+  }
+
   bool IsMountPoint() const {
     fsops_detail::Fd parent(openat(fd_, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     fsops_detail::DirId self, up;

@@ -81,6 +81,7 @@ class Probes : public ProbeSource {
 
   Status Live() override {
     if (controller_->WorkerStuck(std::chrono::minutes(10))) return Status::Error("worker stuck on one key for over 10 minutes");
+    if (Status s = root_->StillAtPath(); !s.ok()) return Status::Error("PV_DIR " + s.message());
     return Status::Ok();
   }
   Status Ready() override {

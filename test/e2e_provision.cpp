@@ -245,6 +245,25 @@ TEST_CASE("a full volume root is reported as full, not as a permission problem",
   }
 }
 
+TEST_CASE("PV_DIR renamed or removed and made anew while running: nothing is done there, and /healthz fails", "[e2e]") {
+  for (const bool rename : {true, false}) {
+    INFO((rename ? "renamed" : "removed"));
+    Cluster c;
+    Provisioner p(c.api, c.pv_dir);
+    REQUIRE(Eventually([&] { return p.Http("/healthz").code == 200; }));
+    const std::string old_dir = c.pv_dir + ".old";
+    REQUIRE((rename ? ::rename(c.pv_dir.c_str(), old_dir.c_str()) : ::rmdir(c.pv_dir.c_str())) == 0);
+    REQUIRE(::mkdir(c.pv_dir.c_str(), 0755) == 0);
+    c.api.CreateYaml(ClaimYaml("default", "moved", "hostpath"));
+    REQUIRE(Eventually([&] { return HasEvent(c.api, "default", "moved", "ProvisioningFailed", "PV_DIR"); }));
+    CHECK(p.Http("/healthz").code == 500);
+    CHECK_THAT(p.Http("/healthz").body, Catch::Contains("no longer the directory") || Catch::Contains("removed"));
+    CHECK(ListDir(c.pv_dir).empty());
+    if (rename) CHECK(ListDir(old_dir).empty());
+    CHECK(Phase(c.api.Claim("default", "moved")) == "Pending");
+  }
+}
+
 TEST_CASE("a PV claiming to be ours but pointing outside the root is refused, never removed", "[e2e]") {
   Cluster c;
   std::string victim = c.tmp.path() + "/victim";

@@ -104,20 +104,6 @@ inline std::string CountByCode(const std::vector<Request>& rs) {
   return out;
 }
 
-// Names in a directory (not "." or ".."), sorted; empty if it cannot be read.
-inline std::vector<std::string> ListDir(const std::string& dir) {
-  std::vector<std::string> out;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return out;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") out.push_back(n);
-  }
-  ::closedir(d);
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // A claim the test made, followed until the final check.
 struct TrackedClaim {
   std::string ns = "default", name, cls, uid;
