@@ -243,6 +243,10 @@ constexpr int kExtraDepthOnMoveFailure = 64;
 constexpr int kMaxPasses = 4;
 // Failures spelled out in the message; the rest are counted.
 constexpr size_t kReportedFailures = 5;
+// Entries of one directory remembered as failed, so that a rescan does not try them again;
+// past this many, further failures are only counted (a directory of a million undeletable
+// files must not hold a million names in memory).
+constexpr size_t kRememberedFailures = 1000;
 
 // Removes one volume directory and everything below it; used by Root::RemoveTree.
 //
@@ -318,7 +322,7 @@ class TreeRemover {
     std::string name;                     // its name inside the frame below (or the root)
     std::string display;                  // its original path relative to the volume
     std::string actual;                   // its path relative to the volume now (moved up?)
-    std::set<std::string> skip;           // entries that failed here: not tried again
+    std::set<std::string> skip;           // entries that failed here: not tried again (bounded)
     bool failed_below = false;            // something inside could not be removed
     bool moved_in = false;                // entries were moved into it: scan it again
     int passes = 0;
@@ -399,7 +403,7 @@ class TreeRemover {
     }
     if (!Push(name, display, Printable(Join(parent.actual, name)), std::move(child))) {
       frames_.back().failed_below = true;
-      frames_.back().skip.insert(name);
+      if (frames_.back().skip.size() < kRememberedFailures) frames_.back().skip.insert(name);
     }
   }
 
@@ -475,7 +479,7 @@ class TreeRemover {
     if (frames_.size() == 1 && origins_.count(name)) display = origins_[name];
     Fail(display, Printable(Join(top.actual, name)), why);
     top.failed_below = true;
-    top.skip.insert(name);
+    if (top.skip.size() < kRememberedFailures) top.skip.insert(name);
   }
   // Moving a directory up would also move any mount below it: allowed only when nothing is
   // mounted below the volume. Looked up in /proc/self/mountinfo once, when first needed (a
