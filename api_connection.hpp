@@ -249,14 +249,15 @@ class ApiConnection {
 
   // Sends one request and reads the whole answer. `timeout` bounds each read. A 401 makes the
   // token be re-read and the request sent once more. Transport failures come back as
-  // Unavailable statuses; HTTP errors come back as a response (callers use Check()).
+  // Unavailable statuses; HTTP errors come back as a response (callers use Check()). An
+  // answer longer than `max_body` bytes (0: no limit) is not read on: kTooLarge.
   Result<HttpResponse> Request(const std::string& method, const std::string& path, const std::string& body = "",
                                const std::string& content_type = "application/json",
-                               std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    Result<HttpResponse> r = Once(method, path, body, content_type, timeout);
+                               std::chrono::seconds timeout = std::chrono::seconds(30), size_t max_body = 0) {
+    Result<HttpResponse> r = Once(method, path, body, content_type, timeout, max_body);
     if (r.ok() && r->status == 401 && ep_->token) {
       ep_->token->Invalidate();
-      r = Once(method, path, body, content_type, timeout);
+      r = Once(method, path, body, content_type, timeout, max_body);
     }
     return r;
   }
@@ -358,16 +359,19 @@ class ApiConnection {
   }
 
   Result<HttpResponse> Once(const std::string& method, const std::string& path, const std::string& body,
-                            const std::string& content_type, std::chrono::seconds timeout) {
+                            const std::string& content_type, std::chrono::seconds timeout, size_t max_body) {
     if (method != "POST" && method != "PUT" && method != "PATCH" && method != "DELETE" && method != "GET")
       return Status::Error("unsupported method " + method);
     HttpResponse out;
+    bool too_big = false;
     Answer a = Send(method, path, body, content_type, timeout, [&](int, const char* data, size_t n) {
-      out.body.append(data, n);
-      return true;
+      too_big = max_body > 0 && out.body.size() + n > max_body;
+      if (!too_big) out.body.append(data, n);
+      return !too_big;
     });
     last_retry_after_ = a.retry_after;
     Observe(VerbOf(method, path), path, a.whole ? a.status : 0);
+    if (too_big) return Status(Status::kTooLarge, method + " " + path + ": answer longer than " + std::to_string(max_body) + " bytes");
     if (!a.failure.empty()) return Unreachable(method + " " + path, a.failure);
     out.status = a.status;
     out.retry_after = a.retry_after;

@@ -145,12 +145,22 @@ class Informer {
       std::string key = KeyOf(obj->meta);
       fresh[key] = std::move(*obj);
     };
-    do {
-      Result<ListPage> page = api_.List<T>(collection_, token, add);
+    // Pages of up to 500; a page over KubeApi::kMaxPageBytes is asked for again with half as
+    // many items, so memory while listing is bounded by a page's bytes or the largest object,
+    // not by the size of the list.
+    int limit = 500;
+    for (;;) {
+      Result<ListPage> page = api_.List<T>(collection_, token, limit, add);
+      if (!page.ok() && page.status().code() == Status::kTooLarge && limit > 1) {
+        limit /= 2;
+        LogDebug(1, kind_ + ": list page too long; asking for " + std::to_string(limit) + " at a time");
+        continue;
+      }
       if (!page.ok()) return page.status();
       token = page->continue_token;
       list_rv = page->resource_version;
-    } while (!token.empty() && !Stopping());
+      if (token.empty() || Stopping()) break;
+    }
     std::vector<std::string> changed;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -32,16 +32,21 @@ inline std::string QueryEscape(const std::string& v) {
 // the connection's last_retry_after() gives the answer's Retry-After.
 class KubeApi {
  public:
+  // Longer than any object the API server stores (etcd's limit is about 1.5 MiB).
+  static constexpr size_t kMaxObjectBytes = size_t{16} << 20;
   explicit KubeApi(ApiConnection* conn) : conn_(conn) {}
 
-  // One page of a collection (at most 500 items; follow continue_token while it is not
-  // empty). Each item goes to on_item as FromJson<T> reads it.
+  // One page of a collection: at most `limit` items and, unless limit is 1, at most
+  // kMaxPageBytes of JSON (a longer page is kTooLarge: ask again for fewer). Follow
+  // continue_token while it is not empty. Each item goes to on_item as FromJson<T> reads it.
+  static constexpr size_t kMaxPageBytes = size_t{4} << 20;
   template <class T>
-  Result<ListPage> List(const std::string& collection, const std::string& continue_token,
+  Result<ListPage> List(const std::string& collection, const std::string& continue_token, int limit,
                         const std::function<void(Result<T>)>& on_item) {
-    std::string path = collection + "?limit=500";
+    std::string path = collection + "?limit=" + std::to_string(limit);
     if (!continue_token.empty()) path += "&continue=" + api::QueryEscape(continue_token);
-    auto r = conn_->Request("GET", path);
+    auto r = conn_->Request("GET", path, "", "application/json", std::chrono::seconds(30),
+                            limit > 1 ? kMaxPageBytes : kMaxObjectBytes);
     if (Status s = Check(r, "list " + collection); !s.ok()) return s;
     Result<ListPage> page = ParseList<T>(r->body, on_item);
     if (!page.ok()) return page.status().Wrap("reading " + collection);

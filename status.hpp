@@ -7,7 +7,7 @@
 class Status {
  public:
   // Well-known kinds of failure that callers sort on. Everything else is kError.
-  enum Code { kOk = 0, kError, kNotFound, kConflict, kGone, kInvalid, kUnauthorized, kForbidden, kUnavailable };
+  enum Code { kOk = 0, kError, kNotFound, kConflict, kGone, kInvalid, kUnauthorized, kForbidden, kUnavailable, kTooLarge };
 
   Status() = default;  // ok
   static Status Ok() { return Status(); }

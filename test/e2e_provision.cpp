@@ -264,6 +264,41 @@ TEST_CASE("PV_DIR renamed or removed and made anew while running: nothing is don
   }
 }
 
+namespace {
+
+// The peak resident memory of a process (VmHWM), in KiB; 0 if unknown.
+long PeakRssKib(pid_t pid) {
+  std::istringstream status(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::atol(line.c_str() + 6);
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("many big claims of another class at start: memory stays under the Deployment's limit", "[e2e]") {
+  Cluster c;
+  // 300 claims of a class that does not exist, each with 200 annotations of 1 KB (about 61 MB
+  // in all): what any tenant can make in its own namespace.
+  const std::string kilobyte(1000, 'x');
+  for (int i = 0; i < 300; ++i) {
+    std::string annotations;
+    for (int a = 0; a < 200; ++a) annotations += std::string(a ? "," : "") + "\"example.com/a" + std::to_string(a) + "\":\"" + kilobyte + "\"";
+    REQUIRE(c.api.Post("/api/v1/namespaces/default/persistentvolumeclaims",
+                       R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"big-)" + std::to_string(i) +
+                           R"(","annotations":{)" + annotations + R"(}},"spec":{"storageClassName":"nope",)"
+                           R"("accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})").code == 201);
+  }
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "normal", "hostpath"));
+  if (!c.WaitBound("default", "normal")) FAIL(p.Log());
+  const long peak_kib = PeakRssKib(p.process().pid());
+  INFO("peak resident memory: " << peak_kib << " KiB");
+  CHECK(peak_kib > 0);
+  CHECK(peak_kib < 64 * 1024);  // manifests/deployment.yaml: limits.memory 64Mi
+}
+
 TEST_CASE("a PV claiming to be ours but pointing outside the root is refused, never removed", "[e2e]") {
   Cluster c;
   std::string victim = c.tmp.path() + "/victim";
