@@ -31,7 +31,12 @@ class HttpEndpoint {
     if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     if (host.empty()) host = "0.0.0.0";
     int port = std::stoi(address_.substr(colon + 1));
-    server_.new_task_queue = [] { return new httplib::ThreadPool(1); };
+    // Several threads and short timeouts: a client that holds a connection (headers that never
+    // end) ties up one thread, never the probes.
+    server_.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
+    server_.set_read_timeout(5, 0);
+    server_.set_write_timeout(5, 0);
+    server_.set_keep_alive_timeout(5);
     server_.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
       Answer(source_->Live(), 500, &res);
     });
@@ -55,6 +60,8 @@ class HttpEndpoint {
   }
 
  private:
+  static constexpr size_t kThreads = 4;
+
   // 200 with "ok" (or an ok status's message), else `failed` with the status's message.
   static void Answer(const Status& s, int failed, httplib::Response* res) {
     res->status = s.ok() ? 200 : failed;

@@ -3,6 +3,7 @@
 // 1 anything else that prevents starting.
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 
 #include <unistd.h>
 
@@ -97,10 +98,21 @@ class Probes : public ProbeSource {
   std::atomic<bool> standby_{false};
 };
 
+// Raises the soft limit on open files to the hard one, as Go programs do at start: the default
+// soft limit (often 1024) is easily used up by connections to the HTTP endpoint.
+void RaiseOpenFileLimit() {
+  struct rlimit r {};
+  if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    r.rlim_cur = r.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &r);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   sigset_t stop_signals = BlockStopSignals();
+  RaiseOpenFileLimit();
   // One malloc arena for all threads: the threads mostly wait, and per-thread arenas would each
   // keep freed memory (notably after a large list) for no gain.
   mallopt(M_ARENA_MAX, 1);

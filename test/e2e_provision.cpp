@@ -6,8 +6,12 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/resource.h>
+#include <netinet/in.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstring>
 
 #include "harness.hpp"
@@ -598,6 +602,76 @@ TEST_CASE("a file name that is not UTF-8 gives valid UTF-8 in logs and events", 
     mentions += line.find("caf\xef\xbf\xbd.txt") != std::string::npos;
   }
   CHECK(mentions > 0);
+}
+
+namespace {
+
+// A TCP connection to 127.0.0.1:port (-1 if it fails).
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+}  // namespace
+
+TEST_CASE("a client that never finishes its request does not hold up /healthz", "[e2e]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  REQUIRE(Eventually([&] { return p.Http("/healthz").code == 200; }));
+  int slow = Connect(p.metrics_port());
+  REQUIRE(slow >= 0);
+  std::atomic<bool> done{false};
+  std::thread dribble([&] {  // headers that never end: a line every 300 ms
+    std::string start = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    ::send(slow, start.data(), start.size(), MSG_NOSIGNAL);
+    while (!done) {
+      ::send(slow, "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  Reply r = p.Http("/healthz");  // a fresh client: 1 s to connect, 5 s to answer
+  done = true;
+  dribble.join();
+  ::close(slow);
+  CHECK(r.code == 200);
+}
+
+TEST_CASE("a thousand idle connections to the endpoint do not use up the open files claims need", "[e2e]") {
+  Cluster c;
+  // Started with the common default soft limit of 1024 open files.
+  rlimit saved{};
+  REQUIRE(::getrlimit(RLIMIT_NOFILE, &saved) == 0);
+  if (saved.rlim_max < 4096) {
+    WARN("SKIPPED: the hard limit on open files is only " << saved.rlim_max);
+    return;
+  }
+  rlimit low = saved;
+  low.rlim_cur = 1024;
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &low) == 0);
+  Provisioner p(c.api, c.pv_dir);
+  REQUIRE(::setrlimit(RLIMIT_NOFILE, &saved) == 0);
+  REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  std::vector<int> idle;
+  for (int i = 0; i < 1100; ++i) {
+    int fd = Connect(p.metrics_port());
+    if (fd >= 0) idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the endpoint accepts them
+  c.api.CreateYaml(ClaimYaml("default", "crowded", "hostpath"));
+  const bool bound = c.WaitBound("default", "crowded");
+  for (int fd : idle) ::close(fd);
+  INFO(p.Log());
+  CHECK(bound);
+  CHECK(p.Log().find("Too many open files") == std::string::npos);
 }
 
 TEST_CASE("/metrics escapes label values as the exposition format requires", "[e2e]") {
