@@ -175,6 +175,93 @@ inline void ValidateStorageClass(const Json& sc, std::vector<FieldError>& errs) 
 
 }  // namespace admission_detail
 
+// metav1.MicroTime's UnmarshalJSON: null, or a string time.Parse reads with RFC3339Micro
+// ("2006-01-02T15:04:05.000000Z07:00": exactly six fraction digits). The error as Go's
+// time.ParseError words it, or "" when the value is accepted.
+inline std::string MicroTimeError(const Json& v) {
+  static const std::string kLayout = "2006-01-02T15:04:05.000000Z07:00";
+  if (v.is<JsonNull>()) return "";
+  if (!v.is<std::string>()) return "json: cannot unmarshal " + std::string(v.is<double>() ? "number" : v.is<bool>() ? "bool" : v.is<JsonArray>() ? "array" : "object") + " into Go value of type string";
+  const std::string& t = v.get<std::string>();
+  const std::string head = "parsing time " + ToText(v) + " as \"" + kLayout + "\"";
+  size_t i = 0;
+  auto rest = [&] { return ToText(Json(t.substr(std::min(i, t.size())))); };
+  auto bad = [&](const std::string& elem) { return head + ": cannot parse " + rest() + " as \"" + elem + "\""; };
+  auto digits = [&](size_t min, size_t max, int& out) {
+    size_t n = 0;
+    out = 0;
+    while (n < max && i + n < t.size() && t[i + n] >= '0' && t[i + n] <= '9') out = out * 10 + (t[i + n++] - '0');
+    if (n < min) return false;
+    i += n;
+    return true;
+  };
+  auto lit = [&](char c) {
+    if (i >= t.size() || t[i] != c) return false;
+    ++i;
+    return true;
+  };
+  int year, month, day, hour, minute, second, frac;
+  if (!digits(4, 4, year)) return bad("2006");
+  if (!lit('-')) return bad("-");
+  if (!digits(2, 2, month)) return bad("01");
+  if (!lit('-')) return bad("-");
+  if (!digits(2, 2, day)) return bad("02");
+  if (!lit('T')) return bad("T");
+  if (!digits(1, 2, hour)) return bad("15");
+  if (!lit(':')) return bad(":");
+  if (!digits(2, 2, minute)) return bad("04");
+  if (!lit(':')) return bad(":");
+  if (!digits(2, 2, second)) return bad("05");
+  size_t frac_at = i;
+  if (!lit('.') || !digits(6, 6, frac)) return i = frac_at, bad(".000000");
+  if (i < t.size() && t[i] == 'Z') {
+    ++i;
+  } else {
+    size_t zone_at = i;
+    int zh, zm;
+    if (!(lit('+') || lit('-')) || !digits(2, 2, zh) || !lit(':') || !digits(2, 2, zm)) return i = zone_at, bad("Z07:00");
+    if (zh > 24) return head + ": time zone offset hour out of range";
+    if (zm > 60) return head + ": time zone offset minute out of range";
+  }
+  if (i < t.size()) return "parsing time " + ToText(v) + ": extra text: " + rest();
+  static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month < 1 || month > 12) return head + ": month out of range";
+  if (day < 1 || day > kDays[month - 1] || (month == 2 && day == 29 && !leap)) return head + ": day out of range";
+  if (hour > 23) return head + ": hour out of range";
+  if (minute > 59) return head + ": minute out of range";
+  if (second > 59) return head + ": second out of range";
+  return "";
+}
+
+// What the decoder refuses (400 BadRequest) in a body for type t, as the real server's message
+// (serializer errors: "Kind in version \"v1\" cannot be handled as a Kind: ..."), or "".
+inline std::string DecodeError(const ResourceType& t, const Json& obj) {
+  std::string why;
+  if (t.plural == "leases") {
+    for (const char* k : {"acquireTime", "renewTime"}) {
+      const Json* v = Path(obj, {"spec", k});
+      if (v != nullptr && why.empty()) why = MicroTimeError(*v);
+    }
+  }
+  return why.empty() ? "" : t.kind + " in version \"" + t.version + "\" cannot be handled as a " + t.kind + ": " + why;
+}
+
+namespace admission_detail {
+// coordination's ValidateLeaseSpec.
+inline void ValidateLease(const Json& lease, std::vector<FieldError>& errs) {
+  auto number = [&](const char* k) -> const Json* {
+    const Json* v = Path(lease, {"spec", k});
+    return v != nullptr && v->is<double>() ? v : nullptr;
+  };
+  auto text = [](double d) { return std::to_string(static_cast<long long>(d)); };
+  if (const Json* d = number("leaseDurationSeconds"); d && d->get<double>() <= 0)
+    errs.push_back({"FieldValueInvalid", "spec.leaseDurationSeconds", "Invalid value: " + text(d->get<double>()) + ": must be greater than 0"});
+  if (const Json* n = number("leaseTransitions"); n && n->get<double>() < 0)
+    errs.push_back({"FieldValueInvalid", "spec.leaseTransitions", "Invalid value: " + text(n->get<double>()) + ": must be greater than or equal to 0"});
+}
+}  // namespace admission_detail
+
 // The validation errors of obj (already defaulted) as type t; empty when valid.
 inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) {
   using namespace admission_detail;
@@ -191,6 +278,7 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
   if (t.plural == "persistentvolumeclaims") ValidatePvc(obj, errs);
   if (t.plural == "events") ValidateEvent(obj, errs);
   if (t.plural == "storageclasses") ValidateStorageClass(obj, errs);
+  if (t.plural == "leases") ValidateLease(obj, errs);
   return errs;
 }
 

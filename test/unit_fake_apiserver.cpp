@@ -1435,3 +1435,67 @@ TEST_CASE("kubectl get pvc, pv and storageclass print the columns a real server 
 }
 
 }  // namespace
+
+TEST_CASE("a list with a continue token that is not the server's own is answered 400, and the server lives on") {
+  Server s;
+  for (const char* n : {"a", "b", "c"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
+  // a real server's token, and garbage
+  for (const std::string& token : {std::string("eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIsInN0YXJ0IjoiYlx1MDAwMCJ9"),
+                                   std::string("zz%21"), std::string("abc")}) {
+    INFO(token);
+    Reply r = Admin(s.api, "GET", kPvs + "?limit=1&continue=" + token);
+    CHECK(r.code == 400);
+    CHECK(Str(r.body, {"kind"}) == "Status");
+    CHECK(Str(r.body, {"reason"}) == "BadRequest");
+    CHECK(Str(r.body, {"message"}).rfind("invalid continue token: ", 0) == 0);
+  }
+  Json page1 = Admin(s.api, "GET", kPvs + "?limit=2").body;
+  Reply page2 = Admin(s.api, "GET", kPvs + "?limit=2&continue=" + Str(page1, {"metadata", "continue"}));
+  CHECK(page2.code == 200);
+  CHECK(page2.body.get("items").get<fake::JsonArray>().size() == 1);
+}
+
+TEST_CASE("a watch from a resourceVersion that is not a number is answered 500, as the cacher's ParseResourceVersion") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("a")).code == 201);
+  Reply r = Admin(s.api, "GET", kPvs + "?watch=true&timeoutSeconds=5&resourceVersion=abc");
+  CHECK(r.code == 500);
+  CHECK(Str(r.body, {"kind"}) == "Status");
+  CHECK(Str(r.body, {"message"}) ==
+        "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax");
+  CHECK(Admin(s.api, "GET", kPvs + "?watch=true&timeoutSeconds=5&resourceVersion=-1").code == 500);
+}
+
+TEST_CASE("lease updates: resourceVersion required, MicroTime times, a positive leaseDurationSeconds") {
+  Server s;
+  const std::string path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l";
+  auto lease = [](const std::string& rv, const std::string& spec) {
+    return R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l")" +
+           (rv.empty() ? "" : R"(,"resourceVersion":")" + rv + "\"") + R"(},"spec":{)" + spec + "}}";
+  };
+  const std::string good = R"("holderIdentity":"me","leaseDurationSeconds":15,"renewTime":"2024-01-02T03:04:05.123456Z")";
+  Reply created = Admin(s.api, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", lease("", good));
+  REQUIRE(created.code == 201);
+  std::string rv = Str(created.body, {"metadata", "resourceVersion"});
+
+  Reply no_rv = Admin(s.api, "PUT", path, lease("", good));
+  CHECK(no_rv.code == 422);
+  CHECK(Str(no_rv.body, {"message"}).find("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update") !=
+        std::string::npos);
+  for (const char* t : {"2024-01-02T03:04:05Z", "2024-01-02T03:04:05.123Z", "yesterday"}) {
+    INFO(t);
+    Reply bad_time = Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"me","renewTime":")" + std::string(t) + "\""));
+    CHECK(bad_time.code == 400);
+    CHECK(Str(bad_time.body, {"reason"}) == "BadRequest");
+  }
+  CHECK(Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"me","acquireTime":"2024-01-02T03:04:05Z")")).code == 400);
+  for (const char* d : {"0", "-5"}) {
+    INFO(d);
+    Reply bad_duration = Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"me","leaseDurationSeconds":)" + std::string(d)));
+    CHECK(bad_duration.code == 422);
+    CHECK(Str(bad_duration.body, {"message"}).find("spec.leaseDurationSeconds: Invalid value: ") != std::string::npos);
+  }
+  Reply ok = Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"you","leaseDurationSeconds":15,"renewTime":"2024-01-02T03:04:06.000001Z","acquireTime":"2024-01-02T03:04:06.000001+01:00")"));
+  INFO(ok.body.serialize());
+  CHECK(ok.code == 200);
+}
