@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quantity.hpp"
 #include "test/fake_store.hpp"
 
 namespace fake {
@@ -109,6 +110,15 @@ inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
     errs.push_back(Required("spec.capacity"));
   } else if (Member(*cap, "storage") == nullptr || cap->get<JsonObject>().size() > 1) {
     errs.push_back(NotSupported("spec.capacity", cap->get<JsonObject>().begin()->first, {"storage"}));
+  }
+  if (cap != nullptr && cap->is<JsonObject>()) {  // validateBasicResource: Value() (rounded up) below 0
+    for (const auto& [name, v] : cap->get<JsonObject>()) {
+      int64_t bytes = 0;
+      auto q = v.is<std::string>() ? ::ParseQuantity(v.get<std::string>()) : Result<Quantity>(Status::Invalid(""));
+      if (q.ok() && IsNegative(*q) && QuantityBytes(*q, &bytes))
+        errs.push_back({"FieldValueInvalid", "spec.capacity[" + name + "]",
+                        "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
+    }
   }
   static const char* kSources[] = {"hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "nfs",
                                    "rbd", "quobyte", "cinder", "cephfs", "fc", "flocker", "flexVolume",
@@ -234,10 +244,43 @@ inline std::string MicroTimeError(const Json& v) {
   return "";
 }
 
+// Decodes the resource.Quantity values of obj's quantity maps and writes them back as
+// Quantity.String() does; the error of the first that does not parse (quantity.go's
+// ErrFormatWrong or ErrSuffix), or "".
+inline std::string CanonicalQuantities(const ResourceType& t, Json& obj) {
+  std::vector<std::vector<std::string>> maps;
+  if (t.plural == "persistentvolumes") maps = {{"spec", "capacity"}};
+  if (t.plural == "persistentvolumeclaims")
+    maps = {{"spec", "resources", "requests"}, {"spec", "resources", "limits"}, {"status", "capacity"}, {"status", "allocatedResources"}};
+  for (const auto& path : maps) {
+    Json* cur = &obj;
+    for (const auto& k : path) {
+      if (!cur->is<JsonObject>()) break;
+      auto& o = cur->get<JsonObject>();
+      auto it = o.find(k);
+      cur = it == o.end() ? nullptr : &it->second;
+      if (cur == nullptr) break;
+    }
+    if (cur == nullptr || !cur->is<JsonObject>()) continue;
+    for (auto& [name, v] : cur->get<JsonObject>()) {
+      if (v.is<JsonNull>()) continue;
+      if (!v.is<std::string>() && !v.is<double>()) return "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+      auto q = ::ParseQuantity(v.is<std::string>() ? v.get<std::string>() : ToText(v));
+      if (!q.ok())
+        return q.status().message().find("unknown suffix") != std::string::npos
+                   ? "unable to parse quantity's suffix"
+                   : "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+      v = Json(CanonicalQuantity(*q));
+    }
+  }
+  return "";
+}
+
 // What the decoder refuses (400 BadRequest) in a body for type t, as the real server's message
-// (serializer errors: "Kind in version \"v1\" cannot be handled as a Kind: ..."), or "".
-inline std::string DecodeError(const ResourceType& t, const Json& obj) {
-  std::string why;
+// (serializer errors: "Kind in version \"v1\" cannot be handled as a Kind: ..."), or "";
+// what it accepts, it leaves as the decoded object would be written (CanonicalQuantities).
+inline std::string DecodeError(const ResourceType& t, Json& obj) {
+  std::string why = CanonicalQuantities(t, obj);
   if (t.plural == "leases") {
     for (const char* k : {"acquireTime", "renewTime"}) {
       const Json* v = Path(obj, {"spec", k});

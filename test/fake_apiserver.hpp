@@ -991,6 +991,11 @@ inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib:
     return {415, StatusBody(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json")};
   }
   if (!patched.is<JsonObject>()) return {422, StatusBody(422, "Invalid", "the patch did not result in an object")};
+  // The patcher decodes the patched object: what does not decode is an invalid patch.
+  if (std::string why = CanonicalQuantities(t, patched); !why.empty()) {
+    std::string text = ToText(patched);
+    return {422, StatusBody(422, "Invalid", "\"\" is invalid: patch: Invalid value: " + Quote(text) + ": " + why)};
+  }
   // A resourceVersion in the patch is a precondition; otherwise the patch applies to the latest.
   if (Str(patched, {"metadata", "resourceVersion"}).empty())
     Meta(patched)["resourceVersion"] = Json(Str(existing, {"metadata", "resourceVersion"}));

@@ -1499,3 +1499,41 @@ TEST_CASE("lease updates: resourceVersion required, MicroTime times, a positive 
   INFO(ok.body.serialize());
   CHECK(ok.code == 200);
 }
+
+TEST_CASE("quantities are stored in canonical form; unparsable ones are 400, negative capacities 422") {
+  Server s;
+  auto pv = [](const std::string& name, const std::string& size) {
+    std::string text = Pv(name);
+    text.replace(text.find("\"1Gi\""), 5, "\"" + size + "\"");
+    return text;
+  };
+  int n = 0;
+  for (const auto& [given, stored] : std::vector<std::pair<std::string, std::string>>{
+           {"1.5Gi", "1536Mi"}, {"2048Mi", "2Gi"}, {"1000M", "1G"}, {"1Gi", "1Gi"}}) {
+    INFO(given);
+    std::string name = "q" + std::to_string(n++);
+    Reply created = Admin(s.api, "POST", kPvs, pv(name, given));
+    REQUIRE(created.code == 201);
+    CHECK(Str(created.body, {"spec", "capacity", "storage"}) == stored);
+    CHECK(Str(Admin(s.api, "GET", kPvs + "/" + name).body, {"spec", "capacity", "storage"}) == stored);
+  }
+  std::string claim = Pvc("c", "");
+  claim.replace(claim.find("\"1Gi\""), 5, "\"2048Mi\"");
+  Reply c = Admin(s.api, "POST", kPvcs, claim);
+  REQUIRE(c.code == 201);
+  CHECK(Str(c.body, {"spec", "resources", "requests", "storage"}) == "2Gi");
+
+  Reply unparsable = Admin(s.api, "POST", kPvs, pv("bad", "1.5Xi"));
+  CHECK(unparsable.code == 400);
+  CHECK(Str(unparsable.body, {"reason"}) == "BadRequest");
+  CHECK(Str(unparsable.body, {"message"}).find("quantities must match the regular expression") != std::string::npos);
+  Reply negative = Admin(s.api, "POST", kPvs, pv("neg", "-1Gi"));
+  CHECK(negative.code == 422);
+  CHECK(Str(negative.body, {"message"}).find("spec.capacity[storage]") != std::string::npos);
+  CHECK(Admin(s.api, "GET", kPvs + "/bad").code == 404);
+
+  Reply patched = Admin(s.api, "PATCH", kPvs + "/q0", R"({"spec":{"capacity":{"storage":"4096Mi"}}})", "application/merge-patch+json");
+  CHECK(patched.code == 200);
+  CHECK(Str(patched.body, {"spec", "capacity", "storage"}) == "4Gi");
+  CHECK(Admin(s.api, "PATCH", kPvs + "/q0", R"({"spec":{"capacity":{"storage":"1.5Xi"}}})", "application/merge-patch+json").code == 422);
+}
