@@ -291,6 +291,59 @@ inline std::string DecodeError(const ResourceType& t, Json& obj) {
 }
 
 namespace admission_detail {
+inline const char* kQualifiedNameMsg =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+// ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
+inline bool IsQualifiedNameText(std::string_view v) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (v.empty() || !alnum(v.front()) || !alnum(v.back())) return false;
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// apimachinery's validation.IsQualifiedName: its messages.
+inline std::vector<std::string> QualifiedNameErrors(const std::string& value) {
+  std::vector<std::string> msgs;
+  std::string name = value;
+  size_t slashes = std::count(value.begin(), value.end(), '/');
+  if (slashes > 1)
+    return {std::string("a qualified name ") + kQualifiedNameMsg +
+            " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"};
+  if (slashes == 1) {
+    std::string prefix = value.substr(0, value.find('/'));
+    name = value.substr(value.find('/') + 1);
+    if (prefix.empty()) {
+      msgs.push_back("prefix part must be non-empty");
+    } else {
+      if (prefix.size() > 253) msgs.push_back("prefix part must be no more than 253 characters");
+      if (!IsSubdomainText(prefix)) msgs.push_back(std::string("prefix part ") + kSubdomainMsg);
+    }
+  }
+  if (name.empty()) {
+    msgs.push_back("name part must be non-empty");
+  } else if (name.size() > 63) {
+    msgs.push_back("name part must be no more than 63 characters");
+  }
+  if (!IsQualifiedNameText(name)) msgs.push_back(std::string("name part ") + kQualifiedNameMsg);
+  return msgs;
+}
+
+// metadata.finalizers: apimachinery's ValidateFinalizers (IsQualifiedName, at the list's path)
+// and core's validateKubeFinalizerName (at each item's path).
+inline void ValidateFinalizers(const Json& obj, std::vector<FieldError>& errs) {
+  auto fin = StringList(obj, {"metadata", "finalizers"});
+  for (const auto& f : fin)
+    for (const auto& msg : QualifiedNameErrors(f)) errs.push_back(InvalidValue("metadata.finalizers", f, msg));
+  for (size_t i = 0; i < fin.size(); ++i) {
+    const std::string& f = fin[i];
+    if (f.find('/') == std::string::npos && f != "kubernetes" && f != "orphan" && f != "foregroundDeletion")
+      errs.push_back(InvalidValue("metadata.finalizers[" + std::to_string(i) + "]", f,
+                                  "name is neither a standard finalizer name nor is it fully qualified"));
+  }
+}
+
 // coordination's ValidateLeaseSpec.
 inline void ValidateLease(const Json& lease, std::vector<FieldError>& errs) {
   auto number = [&](const char* k) -> const Json* {
@@ -317,6 +370,7 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
   } else {
     Append(errs, CheckSubdomain("metadata.name", name));
   }
+  ValidateFinalizers(obj, errs);
   if (t.plural == "persistentvolumes") ValidatePv(obj, errs);
   if (t.plural == "persistentvolumeclaims") ValidatePvc(obj, errs);
   if (t.plural == "events") ValidateEvent(obj, errs);

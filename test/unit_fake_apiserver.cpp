@@ -458,7 +458,7 @@ TEST_CASE("finalizers hold a delete until the last one is removed") {
     Json marked = Admin(s.api, "GET", kPvs + "/f").body;
     CHECK(!Str(marked, {"metadata", "deletionTimestamp"}).empty());
     CHECK(fake::StringList(marked, {"metadata", "finalizers"}) == std::vector<std::string>{"example.com/keep"});
-    Reply add = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":["example.com/keep","new"]}})",
+    Reply add = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":["example.com/keep","example.com/new"]}})",
                       "application/merge-patch+json");
     CHECK(add.code == 422);  // no new finalizers while deleting
     Reply patched = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":null}})", "application/merge-patch+json");
@@ -1536,4 +1536,33 @@ TEST_CASE("quantities are stored in canonical form; unparsable ones are 400, neg
   CHECK(patched.code == 200);
   CHECK(Str(patched.body, {"spec", "capacity", "storage"}) == "4Gi");
   CHECK(Admin(s.api, "PATCH", kPvs + "/q0", R"({"spec":{"capacity":{"storage":"1.5Xi"}}})", "application/merge-patch+json").code == 422);
+}
+
+TEST_CASE("finalizer names: qualified names, a domain unless standard, name parts of 63 characters at most") {
+  Server s;
+  auto pv = [](const std::string& name, const std::string& finalizer) {
+    std::string text = Pv(name);
+    text.replace(text.find(R"("name":")" + name + "\""), 8 + name.size() + 1,
+                 R"("name":")" + name + R"(","finalizers":[")" + finalizer + "\"]");
+    return text;
+  };
+  const std::string long_name(64, 'a');
+  for (const auto& [finalizer, why] : std::vector<std::pair<std::string, std::string>>{
+           {"a/b/c", "metadata.finalizers: Invalid value: \"a/b/c\": a qualified name must consist of"},
+           {"foo", "metadata.finalizers[0]: Invalid value: \"foo\": name is neither a standard finalizer name nor is it fully qualified"},
+           {"example.com/" + long_name, "name part must be no more than 63 characters"},
+           {"Example.com/x", "prefix part a lowercase RFC 1123 subdomain"},
+           {"example.com/-x", "name part must consist of alphanumeric characters"}}) {
+    INFO(finalizer);
+    Reply r = Admin(s.api, "POST", kPvs, pv("f", finalizer));
+    CHECK(r.code == 422);
+    INFO(r.body.serialize());
+    CHECK(Str(r.body, {"message"}).find(why) != std::string::npos);
+  }
+  for (const char* ok : {"kubernetes", "orphan", "example.com/" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "external-provisioner.volume.kubernetes.io/finalizer"}) {
+    INFO(ok);
+    std::string name = "ok" + std::to_string(std::string(ok).size());
+    CHECK(Admin(s.api, "POST", kPvs, pv(name, ok)).code == 201);
+  }
+  CHECK(Admin(s.api, "PATCH", kPvs + "/ok10", R"({"metadata":{"finalizers":["a/b/c"]}})", "application/merge-patch+json").code == 422);
 }
