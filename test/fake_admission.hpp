@@ -276,10 +276,47 @@ inline std::string CanonicalQuantities(const ResourceType& t, Json& obj) {
   return "";
 }
 
+// Drops the top-level members type t does not have, as decoding into the Go type does.
+inline void PruneUnknownFields(const ResourceType& t, Json& obj) {
+  static const std::vector<std::string> kCommon = {"apiVersion", "kind", "metadata"};
+  std::vector<std::string> known;
+  if (t.plural == "events")
+    known = {"involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
+             "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance"};
+  else if (t.plural == "storageclasses")
+    known = {"provisioner", "parameters", "reclaimPolicy", "mountOptions", "allowVolumeExpansion", "volumeBindingMode",
+             "allowedTopologies"};
+  else if (t.plural == "leases")
+    known = {"spec"};
+  else
+    known = {"spec", "status"};
+  if (!obj.is<JsonObject>()) return;
+  auto& o = obj.get<JsonObject>();
+  for (auto it = o.begin(); it != o.end();) {
+    bool keep = std::find(kCommon.begin(), kCommon.end(), it->first) != kCommon.end() ||
+                std::find(known.begin(), known.end(), it->first) != known.end();
+    it = keep ? std::next(it) : o.erase(it);
+  }
+}
+
+// The apiVersions the scheme decodes type t from (the served one, and for storage and
+// coordination their v1beta1).
+inline bool KnownApiVersion(const ResourceType& t, const std::string& api_version) {
+  if (api_version.empty() || api_version == t.ApiVersion()) return true;
+  return !t.group.empty() && api_version == t.group + "/v1beta1";
+}
+
 // What the decoder refuses (400 BadRequest) in a body for type t, as the real server's message
 // (serializer errors: "Kind in version \"v1\" cannot be handled as a Kind: ..."), or "";
 // what it accepts, it leaves as the decoded object would be written (CanonicalQuantities).
 inline std::string DecodeError(const ResourceType& t, Json& obj) {
+  std::string api_version = Str(obj, {"apiVersion"});
+  if (!KnownApiVersion(t, api_version)) {
+    std::string version = api_version.substr(api_version.find('/') == std::string::npos ? 0 : api_version.find('/') + 1);
+    return t.kind + " in version \"" + version + "\" cannot be handled as a " + t.kind + ": no kind \"" + t.kind +
+           "\" is registered for version \"" + api_version + "\" in scheme \"pkg/api/legacyscheme/scheme.go:30\"";
+  }
+  PruneUnknownFields(t, obj);
   std::string why = CanonicalQuantities(t, obj);
   if (t.plural == "leases") {
     for (const char* k : {"acquireTime", "renewTime"}) {

@@ -992,6 +992,7 @@ inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib:
   }
   if (!patched.is<JsonObject>()) return {422, StatusBody(422, "Invalid", "the patch did not result in an object")};
   // The patcher decodes the patched object: what does not decode is an invalid patch.
+  PruneUnknownFields(t, patched);
   if (std::string why = CanonicalQuantities(t, patched); !why.empty()) {
     std::string text = ToText(patched);
     return {422, StatusBody(422, "Invalid", "\"\" is invalid: patch: Invalid value: " + Quote(text) + ": " + why)};

@@ -1566,3 +1566,40 @@ TEST_CASE("finalizer names: qualified names, a domain unless standard, name part
   }
   CHECK(Admin(s.api, "PATCH", kPvs + "/ok10", R"({"metadata":{"finalizers":["a/b/c"]}})", "application/merge-patch+json").code == 422);
 }
+
+TEST_CASE("unknown top-level fields are dropped, as the decoder drops them; an unknown apiVersion is 400") {
+  Server s;
+  std::string with_extra = Pv("u");
+  with_extra.insert(1, R"("bogus":{"x":1},"other":2,)");
+  Reply created = Admin(s.api, "POST", kPvs, with_extra);
+  REQUIRE(created.code == 201);
+  CHECK(fake::Member(created.body, "bogus") == nullptr);
+  CHECK(fake::Member(created.body, "other") == nullptr);
+  Json stored = Admin(s.api, "GET", kPvs + "/u").body;
+  CHECK(fake::Member(stored, "bogus") == nullptr);
+  CHECK(fake::Member(stored, "spec") != nullptr);
+  Reply merged = Admin(s.api, "PATCH", kPvs + "/u", R"({"bogus":1,"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json");
+  CHECK(merged.code == 200);
+  CHECK(fake::Member(merged.body, "bogus") == nullptr);
+  std::string cls = kClass;
+  cls.insert(1, R"("extra":"x",)");
+  Reply sc = Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", cls);
+  REQUIRE(sc.code == 201);
+  CHECK(fake::Member(sc.body, "extra") == nullptr);
+  CHECK(Str(sc.body, {"provisioner"}) == "example.com/hostpath");
+
+  std::string v2 = Pv("v");
+  v2.replace(v2.find(R"("apiVersion":"v1")"), 17, R"("apiVersion":"v2")");
+  Reply bad = Admin(s.api, "POST", kPvs, v2);
+  CHECK(bad.code == 400);
+  CHECK(Str(bad.body, {"reason"}) == "BadRequest");
+  CHECK(Str(bad.body, {"message"}) ==
+        "PersistentVolume in version \"v2\" cannot be handled as a PersistentVolume: no kind \"PersistentVolume\" is "
+        "registered for version \"v2\" in scheme \"pkg/api/legacyscheme/scheme.go:30\"");
+  std::string apps = Pv("w");
+  apps.replace(apps.find(R"("apiVersion":"v1")"), 17, R"("apiVersion":"apps/v1")");
+  CHECK(Admin(s.api, "POST", kPvs, apps).code == 400);
+  Json current = Admin(s.api, "GET", kPvs + "/u").body;
+  current.get<fake::JsonObject>()["apiVersion"] = Json("v9");
+  CHECK(Admin(s.api, "PUT", kPvs + "/u", current.serialize()).code == 400);
+}
