@@ -1603,3 +1603,12 @@ TEST_CASE("unknown top-level fields are dropped, as the decoder drops them; an u
   current.get<fake::JsonObject>()["apiVersion"] = Json("v9");
   CHECK(Admin(s.api, "PUT", kPvs + "/u", current.serialize()).code == 400);
 }
+
+TEST_CASE("a JSON patch with an array index too large for any integer is 422, and the server lives on") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("j")).code == 201);
+  Reply r = Admin(s.api, "PATCH", kPvs + "/j", R"([{"op":"replace","path":"/spec/accessModes/99999999999999999999999","value":"ReadWriteMany"}])",
+                  "application/json-patch+json");
+  CHECK(r.code == 422);
+  CHECK(Admin(s.api, "GET", kPvs + "/j").code == 200);
+}
