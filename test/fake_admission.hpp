@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "quantity.hpp"
 #include "test/fake_store.hpp"
 
 namespace fake {
@@ -110,6 +111,15 @@ inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
   } else if (Member(*cap, "storage") == nullptr || cap->get<JsonObject>().size() > 1) {
     errs.push_back(NotSupported("spec.capacity", cap->get<JsonObject>().begin()->first, {"storage"}));
   }
+  if (cap != nullptr && cap->is<JsonObject>()) {  // validateBasicResource: Value() (rounded up) below 0
+    for (const auto& [name, v] : cap->get<JsonObject>()) {
+      int64_t bytes = 0;
+      auto q = v.is<std::string>() ? ::ParseQuantity(v.get<std::string>()) : Result<Quantity>(Status::Invalid(""));
+      if (q.ok() && IsNegative(*q) && QuantityBytes(*q, &bytes))
+        errs.push_back({"FieldValueInvalid", "spec.capacity[" + name + "]",
+                        "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
+    }
+  }
   static const char* kSources[] = {"hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "nfs",
                                    "rbd", "quobyte", "cinder", "cephfs", "fc", "flocker", "flexVolume",
                                    "azureFile", "vsphereVolume", "azureDisk", "photonPersistentDisk",
@@ -175,6 +185,216 @@ inline void ValidateStorageClass(const Json& sc, std::vector<FieldError>& errs) 
 
 }  // namespace admission_detail
 
+// metav1.MicroTime's UnmarshalJSON: null, or a string time.Parse reads with RFC3339Micro
+// ("2006-01-02T15:04:05.000000Z07:00": exactly six fraction digits). The error as Go's
+// time.ParseError words it, or "" when the value is accepted.
+inline std::string MicroTimeError(const Json& v) {
+  static const std::string kLayout = "2006-01-02T15:04:05.000000Z07:00";
+  if (v.is<JsonNull>()) return "";
+  if (!v.is<std::string>()) return "json: cannot unmarshal " + std::string(v.is<double>() ? "number" : v.is<bool>() ? "bool" : v.is<JsonArray>() ? "array" : "object") + " into Go value of type string";
+  const std::string& t = v.get<std::string>();
+  const std::string head = "parsing time " + ToText(v) + " as \"" + kLayout + "\"";
+  size_t i = 0;
+  auto rest = [&] { return ToText(Json(t.substr(std::min(i, t.size())))); };
+  auto bad = [&](const std::string& elem) { return head + ": cannot parse " + rest() + " as \"" + elem + "\""; };
+  auto digits = [&](size_t min, size_t max, int& out) {
+    size_t n = 0;
+    out = 0;
+    while (n < max && i + n < t.size() && t[i + n] >= '0' && t[i + n] <= '9') out = out * 10 + (t[i + n++] - '0');
+    if (n < min) return false;
+    i += n;
+    return true;
+  };
+  auto lit = [&](char c) {
+    if (i >= t.size() || t[i] != c) return false;
+    ++i;
+    return true;
+  };
+  int year, month, day, hour, minute, second, frac;
+  if (!digits(4, 4, year)) return bad("2006");
+  if (!lit('-')) return bad("-");
+  if (!digits(2, 2, month)) return bad("01");
+  if (!lit('-')) return bad("-");
+  if (!digits(2, 2, day)) return bad("02");
+  if (!lit('T')) return bad("T");
+  if (!digits(1, 2, hour)) return bad("15");
+  if (!lit(':')) return bad(":");
+  if (!digits(2, 2, minute)) return bad("04");
+  if (!lit(':')) return bad(":");
+  if (!digits(2, 2, second)) return bad("05");
+  size_t frac_at = i;
+  if (!lit('.') || !digits(6, 6, frac)) return i = frac_at, bad(".000000");
+  if (i < t.size() && t[i] == 'Z') {
+    ++i;
+  } else {
+    size_t zone_at = i;
+    int zh, zm;
+    if (!(lit('+') || lit('-')) || !digits(2, 2, zh) || !lit(':') || !digits(2, 2, zm)) return i = zone_at, bad("Z07:00");
+    if (zh > 24) return head + ": time zone offset hour out of range";
+    if (zm > 60) return head + ": time zone offset minute out of range";
+  }
+  if (i < t.size()) return "parsing time " + ToText(v) + ": extra text: " + rest();
+  static const int kDays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month < 1 || month > 12) return head + ": month out of range";
+  if (day < 1 || day > kDays[month - 1] || (month == 2 && day == 29 && !leap)) return head + ": day out of range";
+  if (hour > 23) return head + ": hour out of range";
+  if (minute > 59) return head + ": minute out of range";
+  if (second > 59) return head + ": second out of range";
+  return "";
+}
+
+// Decodes the resource.Quantity values of obj's quantity maps and writes them back as
+// Quantity.String() does; the error of the first that does not parse (quantity.go's
+// ErrFormatWrong or ErrSuffix), or "".
+inline std::string CanonicalQuantities(const ResourceType& t, Json& obj) {
+  std::vector<std::vector<std::string>> maps;
+  if (t.plural == "persistentvolumes") maps = {{"spec", "capacity"}};
+  if (t.plural == "persistentvolumeclaims")
+    maps = {{"spec", "resources", "requests"}, {"spec", "resources", "limits"}, {"status", "capacity"}, {"status", "allocatedResources"}};
+  for (const auto& path : maps) {
+    Json* cur = &obj;
+    for (const auto& k : path) {
+      if (!cur->is<JsonObject>()) break;
+      auto& o = cur->get<JsonObject>();
+      auto it = o.find(k);
+      cur = it == o.end() ? nullptr : &it->second;
+      if (cur == nullptr) break;
+    }
+    if (cur == nullptr || !cur->is<JsonObject>()) continue;
+    for (auto& [name, v] : cur->get<JsonObject>()) {
+      if (v.is<JsonNull>()) continue;
+      if (!v.is<std::string>() && !v.is<double>()) return "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+      auto q = ::ParseQuantity(v.is<std::string>() ? v.get<std::string>() : ToText(v));
+      if (!q.ok())
+        return q.status().message().find("unknown suffix") != std::string::npos
+                   ? "unable to parse quantity's suffix"
+                   : "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+      v = Json(CanonicalQuantity(*q));
+    }
+  }
+  return "";
+}
+
+// Drops the top-level members type t does not have, as decoding into the Go type does.
+inline void PruneUnknownFields(const ResourceType& t, Json& obj) {
+  static const std::vector<std::string> kCommon = {"apiVersion", "kind", "metadata"};
+  std::vector<std::string> known;
+  if (t.plural == "events")
+    known = {"involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type",
+             "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance"};
+  else if (t.plural == "storageclasses")
+    known = {"provisioner", "parameters", "reclaimPolicy", "mountOptions", "allowVolumeExpansion", "volumeBindingMode",
+             "allowedTopologies"};
+  else if (t.plural == "leases")
+    known = {"spec"};
+  else
+    known = {"spec", "status"};
+  if (!obj.is<JsonObject>()) return;
+  auto& o = obj.get<JsonObject>();
+  for (auto it = o.begin(); it != o.end();) {
+    bool keep = std::find(kCommon.begin(), kCommon.end(), it->first) != kCommon.end() ||
+                std::find(known.begin(), known.end(), it->first) != known.end();
+    it = keep ? std::next(it) : o.erase(it);
+  }
+}
+
+// The apiVersions the scheme decodes type t from (the served one, and for storage and
+// coordination their v1beta1).
+inline bool KnownApiVersion(const ResourceType& t, const std::string& api_version) {
+  if (api_version.empty() || api_version == t.ApiVersion()) return true;
+  return !t.group.empty() && api_version == t.group + "/v1beta1";
+}
+
+// What the decoder refuses (400 BadRequest) in a body for type t, as the real server's message
+// (serializer errors: "Kind in version \"v1\" cannot be handled as a Kind: ..."), or "";
+// what it accepts, it leaves as the decoded object would be written (CanonicalQuantities).
+inline std::string DecodeError(const ResourceType& t, Json& obj) {
+  std::string api_version = Str(obj, {"apiVersion"});
+  if (!KnownApiVersion(t, api_version)) {
+    std::string version = api_version.substr(api_version.find('/') == std::string::npos ? 0 : api_version.find('/') + 1);
+    return t.kind + " in version \"" + version + "\" cannot be handled as a " + t.kind + ": no kind \"" + t.kind +
+           "\" is registered for version \"" + api_version + "\" in scheme \"pkg/api/legacyscheme/scheme.go:30\"";
+  }
+  PruneUnknownFields(t, obj);
+  std::string why = CanonicalQuantities(t, obj);
+  if (t.plural == "leases") {
+    for (const char* k : {"acquireTime", "renewTime"}) {
+      const Json* v = Path(obj, {"spec", k});
+      if (v != nullptr && why.empty()) why = MicroTimeError(*v);
+    }
+  }
+  return why.empty() ? "" : t.kind + " in version \"" + t.version + "\" cannot be handled as a " + t.kind + ": " + why;
+}
+
+namespace admission_detail {
+inline const char* kQualifiedNameMsg =
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
+    "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
+    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+
+// ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
+inline bool IsQualifiedNameText(std::string_view v) {
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
+  if (v.empty() || !alnum(v.front()) || !alnum(v.back())) return false;
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
+// apimachinery's validation.IsQualifiedName: its messages.
+inline std::vector<std::string> QualifiedNameErrors(const std::string& value) {
+  std::vector<std::string> msgs;
+  std::string name = value;
+  size_t slashes = std::count(value.begin(), value.end(), '/');
+  if (slashes > 1)
+    return {std::string("a qualified name ") + kQualifiedNameMsg +
+            " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"};
+  if (slashes == 1) {
+    std::string prefix = value.substr(0, value.find('/'));
+    name = value.substr(value.find('/') + 1);
+    if (prefix.empty()) {
+      msgs.push_back("prefix part must be non-empty");
+    } else {
+      if (prefix.size() > 253) msgs.push_back("prefix part must be no more than 253 characters");
+      if (!IsSubdomainText(prefix)) msgs.push_back(std::string("prefix part ") + kSubdomainMsg);
+    }
+  }
+  if (name.empty()) {
+    msgs.push_back("name part must be non-empty");
+  } else if (name.size() > 63) {
+    msgs.push_back("name part must be no more than 63 characters");
+  }
+  if (!IsQualifiedNameText(name)) msgs.push_back(std::string("name part ") + kQualifiedNameMsg);
+  return msgs;
+}
+
+// metadata.finalizers: apimachinery's ValidateFinalizers (IsQualifiedName, at the list's path)
+// and core's validateKubeFinalizerName (at each item's path).
+inline void ValidateFinalizers(const Json& obj, std::vector<FieldError>& errs) {
+  auto fin = StringList(obj, {"metadata", "finalizers"});
+  for (const auto& f : fin)
+    for (const auto& msg : QualifiedNameErrors(f)) errs.push_back(InvalidValue("metadata.finalizers", f, msg));
+  for (size_t i = 0; i < fin.size(); ++i) {
+    const std::string& f = fin[i];
+    if (f.find('/') == std::string::npos && f != "kubernetes" && f != "orphan" && f != "foregroundDeletion")
+      errs.push_back(InvalidValue("metadata.finalizers[" + std::to_string(i) + "]", f,
+                                  "name is neither a standard finalizer name nor is it fully qualified"));
+  }
+}
+
+// coordination's ValidateLeaseSpec.
+inline void ValidateLease(const Json& lease, std::vector<FieldError>& errs) {
+  auto number = [&](const char* k) -> const Json* {
+    const Json* v = Path(lease, {"spec", k});
+    return v != nullptr && v->is<double>() ? v : nullptr;
+  };
+  auto text = [](double d) { return std::to_string(static_cast<long long>(d)); };
+  if (const Json* d = number("leaseDurationSeconds"); d && d->get<double>() <= 0)
+    errs.push_back({"FieldValueInvalid", "spec.leaseDurationSeconds", "Invalid value: " + text(d->get<double>()) + ": must be greater than 0"});
+  if (const Json* n = number("leaseTransitions"); n && n->get<double>() < 0)
+    errs.push_back({"FieldValueInvalid", "spec.leaseTransitions", "Invalid value: " + text(n->get<double>()) + ": must be greater than or equal to 0"});
+}
+}  // namespace admission_detail
+
 // The validation errors of obj (already defaulted) as type t; empty when valid.
 inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) {
   using namespace admission_detail;
@@ -187,10 +407,12 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
   } else {
     Append(errs, CheckSubdomain("metadata.name", name));
   }
+  ValidateFinalizers(obj, errs);
   if (t.plural == "persistentvolumes") ValidatePv(obj, errs);
   if (t.plural == "persistentvolumeclaims") ValidatePvc(obj, errs);
   if (t.plural == "events") ValidateEvent(obj, errs);
   if (t.plural == "storageclasses") ValidateStorageClass(obj, errs);
+  if (t.plural == "leases") ValidateLease(obj, errs);
   return errs;
 }
 

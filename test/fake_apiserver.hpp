@@ -304,10 +304,28 @@ inline std::string Hex(const std::string& s) {
   for (unsigned char c : s) out += std::string{d[c >> 4], d[c & 15]};
   return out;
 }
-inline std::string Unhex(const std::string& s) {
-  std::string out;
-  for (size_t i = 0; i + 1 < s.size(); i += 2) out += static_cast<char>(std::stoi(s.substr(i, 2), nullptr, 16));
-  return out;
+// The bytes of a Hex string; false (and `err` says where) for anything else.
+inline bool Unhex(const std::string& s, std::string& out, std::string& err) {
+  auto digit = [](char c) { return c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= '0' && c <= '9' ? c - '0' : -1; };
+  out.clear();
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (digit(s[i]) < 0) return err = "illegal data at input byte " + std::to_string(i), false;
+  }
+  if (s.size() % 2 != 0) return err = "illegal data at input byte " + std::to_string(s.size()), false;
+  for (size_t i = 0; i < s.size(); i += 2) out += static_cast<char>(digit(s[i]) * 16 + digit(s[i + 1]));
+  return true;
+}
+
+// The error strconv.ParseUint(s, 10, 64) gives, or "".
+inline std::string ParseUintError(const std::string& s) {
+  std::string head = "strconv.ParseUint: parsing " + Quote(s) + ": ";
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return head + "invalid syntax";
+  uint64_t v = 0;
+  for (char c : s) {
+    if (v > (UINT64_MAX - (c - '0')) / 10) return head + "value out of range";
+    v = v * 10 + (c - '0');
+  }
+  return "";
 }
 
 inline std::string RandomSuffix() {
@@ -781,7 +799,10 @@ inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::
     return {400, BadRequest("unable to parse requirement: selector syntax not supported by the fake")};
   long limit = req.has_param("limit") ? std::atol(req.get_param_value("limit").c_str()) : 0;
   std::string cont = req.get_param_value("continue");
-  std::string after = cont.empty() ? "" : Unhex(cont);
+  std::string after, why;
+  // storage.DecodeContinue's errors, as etcd3's GetList answers them
+  if (!cont.empty() && !Unhex(cont, after, why))
+    return {400, BadRequest("invalid continue token: continue key is not valid: " + why)};
   Store::Lock l(store_);
   const auto& objs = store_.bucket(info.type->plural).objects;
   std::string prefix = info.ns.empty() ? "" : info.ns + "/";
@@ -820,6 +841,7 @@ inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::st
   auto parsed = ParseJson(body);
   if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, BadRequest("the body is not a JSON object")};
   Json obj = std::move(*parsed);
+  if (std::string why = DecodeError(t, obj); !why.empty()) return {400, BadRequest(why)};
   std::string kind = Str(obj, {"kind"});
   if (!kind.empty() && kind != t.kind) return {400, BadRequest("the object kind " + kind + " does not match " + t.kind)};
   obj.get<JsonObject>()["kind"] = Json(t.kind);
@@ -857,6 +879,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
   auto parsed = ParseJson(body);
   if (!parsed.ok() || !parsed->is<JsonObject>()) return {400, BadRequest("the body is not a JSON object")};
   Json obj = std::move(*parsed);
+  if (std::string why = DecodeError(t, obj); !why.empty()) return {400, BadRequest(why)};
   std::string body_name = Str(obj, {"metadata", "name"});
   if (!body_name.empty() && body_name != info.name)
     return {400, BadRequest("the name of the object (" + body_name + ") does not match the name on the URL (" + info.name + ")")};
@@ -865,7 +888,17 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
     return {400, BadRequest("the namespace of the provided object does not match the namespace sent on the request")};
   {
     Store::Lock l(store_);
-    if (store_.Get(t.plural, ObjectKey(info.ns, info.name)) != nullptr) return StoreUpdateLocked(info, std::move(obj));
+    if (store_.Get(t.plural, ObjectKey(info.ns, info.name)) != nullptr) {
+      // Store.Update for a strategy that does not AllowUnconditionalUpdate (leases): the
+      // resourceVersion, a uint64 that is 0 when missing, is printed with %#v.
+      if (t.plural == "leases" && Str(obj, {"metadata", "resourceVersion"}).empty()) {
+        ResourceType as_resource = t;
+        as_resource.kind = t.plural;
+        return {422, InvalidStatus(as_resource, info.name,
+                                   {{"FieldValueInvalid", "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update"}})};
+      }
+      return StoreUpdateLocked(info, std::move(obj));
+    }
   }
   {
     if (t.allow_create_on_update && info.subresource.empty()) {
@@ -958,6 +991,12 @@ inline ApiServer::Reply ApiServer::Patch(const RequestInfo& info, const httplib:
     return {415, StatusBody(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json")};
   }
   if (!patched.is<JsonObject>()) return {422, StatusBody(422, "Invalid", "the patch did not result in an object")};
+  // The patcher decodes the patched object: what does not decode is an invalid patch.
+  PruneUnknownFields(t, patched);
+  if (std::string why = CanonicalQuantities(t, patched); !why.empty()) {
+    std::string text = ToText(patched);
+    return {422, StatusBody(422, "Invalid", "\"\" is invalid: patch: Invalid value: " + Quote(text) + ": " + why)};
+  }
   // A resourceVersion in the patch is a precondition; otherwise the patch applies to the latest.
   if (Str(patched, {"metadata", "resourceVersion"}).empty())
     Meta(patched)["resourceVersion"] = Json(Str(existing, {"metadata", "resourceVersion"}));
@@ -1054,6 +1093,14 @@ inline std::unique_ptr<Exchange> ApiServer::Watch(const RequestInfo& info, const
     p.as_table = [type](const Json& obj) { return ToTable(*type, JsonArray{obj}, Json(JsonObject())); };
   }
   p.rv = req.get_param_value("resourceVersion");
+  // The cacher's ParseResourceVersion: a storage.InvalidError that no one turns into an API
+  // error, so the handler answers it as an internal error (500, no reason).
+  if (std::string why = server_detail::ParseUintError(p.rv); !p.rv.empty() && !why.empty()) {
+    res.status = 500;
+    res.set_content(ToText(StatusBody(500, "", "resourceVersion: Invalid value: " + server_detail::Quote(p.rv) + ": " + why)),
+                    "application/json");
+    return nullptr;
+  }
   if (req.has_param("timeoutSeconds")) p.timeout_seconds = std::max(1, std::atoi(req.get_param_value("timeoutSeconds").c_str()));
   return std::make_unique<WatchStream>(store_, watch_, std::move(p));
 }

@@ -288,8 +288,8 @@ inline bool SplitPointer(const std::string& ptr, std::vector<std::string>& out) 
 
 inline bool ArrayIndex(const std::string& tok, size_t size, bool allow_end, size_t& idx) {
   if (allow_end && tok == "-") { idx = size; return true; }
-  if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos) return false;
-  idx = std::stoul(tok);
+  if (tok.empty() || tok.size() > 18 || tok.find_first_not_of("0123456789") != std::string::npos) return false;
+  idx = std::stoul(tok);  // below 10^18: fits
   return allow_end ? idx <= size : idx < size;
 }
 

@@ -458,7 +458,7 @@ TEST_CASE("finalizers hold a delete until the last one is removed") {
     Json marked = Admin(s.api, "GET", kPvs + "/f").body;
     CHECK(!Str(marked, {"metadata", "deletionTimestamp"}).empty());
     CHECK(fake::StringList(marked, {"metadata", "finalizers"}) == std::vector<std::string>{"example.com/keep"});
-    Reply add = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":["example.com/keep","new"]}})",
+    Reply add = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":["example.com/keep","example.com/new"]}})",
                       "application/merge-patch+json");
     CHECK(add.code == 422);  // no new finalizers while deleting
     Reply patched = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":null}})", "application/merge-patch+json");
@@ -1435,3 +1435,180 @@ TEST_CASE("kubectl get pvc, pv and storageclass print the columns a real server 
 }
 
 }  // namespace
+
+TEST_CASE("a list with a continue token that is not the server's own is answered 400, and the server lives on") {
+  Server s;
+  for (const char* n : {"a", "b", "c"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
+  // a real server's token, and garbage
+  for (const std::string& token : {std::string("eyJ2IjoibWV0YS5rOHMuaW8vdjEiLCJydiI6MTIsInN0YXJ0IjoiYlx1MDAwMCJ9"),
+                                   std::string("zz%21"), std::string("abc")}) {
+    INFO(token);
+    Reply r = Admin(s.api, "GET", kPvs + "?limit=1&continue=" + token);
+    CHECK(r.code == 400);
+    CHECK(Str(r.body, {"kind"}) == "Status");
+    CHECK(Str(r.body, {"reason"}) == "BadRequest");
+    CHECK(Str(r.body, {"message"}).rfind("invalid continue token: ", 0) == 0);
+  }
+  Json page1 = Admin(s.api, "GET", kPvs + "?limit=2").body;
+  Reply page2 = Admin(s.api, "GET", kPvs + "?limit=2&continue=" + Str(page1, {"metadata", "continue"}));
+  CHECK(page2.code == 200);
+  CHECK(page2.body.get("items").get<fake::JsonArray>().size() == 1);
+}
+
+TEST_CASE("a watch from a resourceVersion that is not a number is answered 500, as the cacher's ParseResourceVersion") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("a")).code == 201);
+  Reply r = Admin(s.api, "GET", kPvs + "?watch=true&timeoutSeconds=5&resourceVersion=abc");
+  CHECK(r.code == 500);
+  CHECK(Str(r.body, {"kind"}) == "Status");
+  CHECK(Str(r.body, {"message"}) ==
+        "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax");
+  CHECK(Admin(s.api, "GET", kPvs + "?watch=true&timeoutSeconds=5&resourceVersion=-1").code == 500);
+}
+
+TEST_CASE("lease updates: resourceVersion required, MicroTime times, a positive leaseDurationSeconds") {
+  Server s;
+  const std::string path = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l";
+  auto lease = [](const std::string& rv, const std::string& spec) {
+    return R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l")" +
+           (rv.empty() ? "" : R"(,"resourceVersion":")" + rv + "\"") + R"(},"spec":{)" + spec + "}}";
+  };
+  const std::string good = R"("holderIdentity":"me","leaseDurationSeconds":15,"renewTime":"2024-01-02T03:04:05.123456Z")";
+  Reply created = Admin(s.api, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", lease("", good));
+  REQUIRE(created.code == 201);
+  std::string rv = Str(created.body, {"metadata", "resourceVersion"});
+
+  Reply no_rv = Admin(s.api, "PUT", path, lease("", good));
+  CHECK(no_rv.code == 422);
+  CHECK(Str(no_rv.body, {"message"}).find("metadata.resourceVersion: Invalid value: 0x0: must be specified for an update") !=
+        std::string::npos);
+  for (const char* t : {"2024-01-02T03:04:05Z", "2024-01-02T03:04:05.123Z", "yesterday"}) {
+    INFO(t);
+    Reply bad_time = Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"me","renewTime":")" + std::string(t) + "\""));
+    CHECK(bad_time.code == 400);
+    CHECK(Str(bad_time.body, {"reason"}) == "BadRequest");
+  }
+  CHECK(Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"me","acquireTime":"2024-01-02T03:04:05Z")")).code == 400);
+  for (const char* d : {"0", "-5"}) {
+    INFO(d);
+    Reply bad_duration = Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"me","leaseDurationSeconds":)" + std::string(d)));
+    CHECK(bad_duration.code == 422);
+    CHECK(Str(bad_duration.body, {"message"}).find("spec.leaseDurationSeconds: Invalid value: ") != std::string::npos);
+  }
+  Reply ok = Admin(s.api, "PUT", path, lease(rv, R"("holderIdentity":"you","leaseDurationSeconds":15,"renewTime":"2024-01-02T03:04:06.000001Z","acquireTime":"2024-01-02T03:04:06.000001+01:00")"));
+  INFO(ok.body.serialize());
+  CHECK(ok.code == 200);
+}
+
+TEST_CASE("quantities are stored in canonical form; unparsable ones are 400, negative capacities 422") {
+  Server s;
+  auto pv = [](const std::string& name, const std::string& size) {
+    std::string text = Pv(name);
+    text.replace(text.find("\"1Gi\""), 5, "\"" + size + "\"");
+    return text;
+  };
+  int n = 0;
+  for (const auto& [given, stored] : std::vector<std::pair<std::string, std::string>>{
+           {"1.5Gi", "1536Mi"}, {"2048Mi", "2Gi"}, {"1000M", "1G"}, {"1Gi", "1Gi"}}) {
+    INFO(given);
+    std::string name = "q" + std::to_string(n++);
+    Reply created = Admin(s.api, "POST", kPvs, pv(name, given));
+    REQUIRE(created.code == 201);
+    CHECK(Str(created.body, {"spec", "capacity", "storage"}) == stored);
+    CHECK(Str(Admin(s.api, "GET", kPvs + "/" + name).body, {"spec", "capacity", "storage"}) == stored);
+  }
+  std::string claim = Pvc("c", "");
+  claim.replace(claim.find("\"1Gi\""), 5, "\"2048Mi\"");
+  Reply c = Admin(s.api, "POST", kPvcs, claim);
+  REQUIRE(c.code == 201);
+  CHECK(Str(c.body, {"spec", "resources", "requests", "storage"}) == "2Gi");
+
+  Reply unparsable = Admin(s.api, "POST", kPvs, pv("bad", "1.5Xi"));
+  CHECK(unparsable.code == 400);
+  CHECK(Str(unparsable.body, {"reason"}) == "BadRequest");
+  CHECK(Str(unparsable.body, {"message"}).find("quantities must match the regular expression") != std::string::npos);
+  Reply negative = Admin(s.api, "POST", kPvs, pv("neg", "-1Gi"));
+  CHECK(negative.code == 422);
+  CHECK(Str(negative.body, {"message"}).find("spec.capacity[storage]") != std::string::npos);
+  CHECK(Admin(s.api, "GET", kPvs + "/bad").code == 404);
+
+  Reply patched = Admin(s.api, "PATCH", kPvs + "/q0", R"({"spec":{"capacity":{"storage":"4096Mi"}}})", "application/merge-patch+json");
+  CHECK(patched.code == 200);
+  CHECK(Str(patched.body, {"spec", "capacity", "storage"}) == "4Gi");
+  CHECK(Admin(s.api, "PATCH", kPvs + "/q0", R"({"spec":{"capacity":{"storage":"1.5Xi"}}})", "application/merge-patch+json").code == 422);
+}
+
+TEST_CASE("finalizer names: qualified names, a domain unless standard, name parts of 63 characters at most") {
+  Server s;
+  auto pv = [](const std::string& name, const std::string& finalizer) {
+    std::string text = Pv(name);
+    text.replace(text.find(R"("name":")" + name + "\""), 8 + name.size() + 1,
+                 R"("name":")" + name + R"(","finalizers":[")" + finalizer + "\"]");
+    return text;
+  };
+  const std::string long_name(64, 'a');
+  for (const auto& [finalizer, why] : std::vector<std::pair<std::string, std::string>>{
+           {"a/b/c", "metadata.finalizers: Invalid value: \"a/b/c\": a qualified name must consist of"},
+           {"foo", "metadata.finalizers[0]: Invalid value: \"foo\": name is neither a standard finalizer name nor is it fully qualified"},
+           {"example.com/" + long_name, "name part must be no more than 63 characters"},
+           {"Example.com/x", "prefix part a lowercase RFC 1123 subdomain"},
+           {"example.com/-x", "name part must consist of alphanumeric characters"}}) {
+    INFO(finalizer);
+    Reply r = Admin(s.api, "POST", kPvs, pv("f", finalizer));
+    CHECK(r.code == 422);
+    INFO(r.body.serialize());
+    CHECK(Str(r.body, {"message"}).find(why) != std::string::npos);
+  }
+  for (const char* ok : {"kubernetes", "orphan", "example.com/" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "external-provisioner.volume.kubernetes.io/finalizer"}) {
+    INFO(ok);
+    std::string name = "ok" + std::to_string(std::string(ok).size());
+    CHECK(Admin(s.api, "POST", kPvs, pv(name, ok)).code == 201);
+  }
+  CHECK(Admin(s.api, "PATCH", kPvs + "/ok10", R"({"metadata":{"finalizers":["a/b/c"]}})", "application/merge-patch+json").code == 422);
+}
+
+TEST_CASE("unknown top-level fields are dropped, as the decoder drops them; an unknown apiVersion is 400") {
+  Server s;
+  std::string with_extra = Pv("u");
+  with_extra.insert(1, R"("bogus":{"x":1},"other":2,)");
+  Reply created = Admin(s.api, "POST", kPvs, with_extra);
+  REQUIRE(created.code == 201);
+  CHECK(fake::Member(created.body, "bogus") == nullptr);
+  CHECK(fake::Member(created.body, "other") == nullptr);
+  Json stored = Admin(s.api, "GET", kPvs + "/u").body;
+  CHECK(fake::Member(stored, "bogus") == nullptr);
+  CHECK(fake::Member(stored, "spec") != nullptr);
+  Reply merged = Admin(s.api, "PATCH", kPvs + "/u", R"({"bogus":1,"metadata":{"labels":{"a":"b"}}})", "application/merge-patch+json");
+  CHECK(merged.code == 200);
+  CHECK(fake::Member(merged.body, "bogus") == nullptr);
+  std::string cls = kClass;
+  cls.insert(1, R"("extra":"x",)");
+  Reply sc = Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", cls);
+  REQUIRE(sc.code == 201);
+  CHECK(fake::Member(sc.body, "extra") == nullptr);
+  CHECK(Str(sc.body, {"provisioner"}) == "example.com/hostpath");
+
+  std::string v2 = Pv("v");
+  v2.replace(v2.find(R"("apiVersion":"v1")"), 17, R"("apiVersion":"v2")");
+  Reply bad = Admin(s.api, "POST", kPvs, v2);
+  CHECK(bad.code == 400);
+  CHECK(Str(bad.body, {"reason"}) == "BadRequest");
+  CHECK(Str(bad.body, {"message"}) ==
+        "PersistentVolume in version \"v2\" cannot be handled as a PersistentVolume: no kind \"PersistentVolume\" is "
+        "registered for version \"v2\" in scheme \"pkg/api/legacyscheme/scheme.go:30\"");
+  std::string apps = Pv("w");
+  apps.replace(apps.find(R"("apiVersion":"v1")"), 17, R"("apiVersion":"apps/v1")");
+  CHECK(Admin(s.api, "POST", kPvs, apps).code == 400);
+  Json current = Admin(s.api, "GET", kPvs + "/u").body;
+  current.get<fake::JsonObject>()["apiVersion"] = Json("v9");
+  CHECK(Admin(s.api, "PUT", kPvs + "/u", current.serialize()).code == 400);
+}
+
+TEST_CASE("a JSON patch with an array index too large for any integer is 422, and the server lives on") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("j")).code == 201);
+  Reply r = Admin(s.api, "PATCH", kPvs + "/j", R"([{"op":"replace","path":"/spec/accessModes/99999999999999999999999","value":"ReadWriteMany"}])",
+                  "application/json-patch+json");
+  CHECK(r.code == 422);
+  CHECK(Admin(s.api, "GET", kPvs + "/j").code == 200);
+}
