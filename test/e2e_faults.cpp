@@ -644,13 +644,14 @@ TEST_CASE("a directory made for a claim deleted before its PV was created is rem
     }
   }
   std::string kept = c.pv_dir + "/" + gone[1].dir_name();
-  // A barrier claim proves the restarted provisioner is at work (the scan runs before it).
+  // A barrier claim proves the restarted provisioner is at work; the scan at start looks each
+  // candidate's PV up with a GET, so it may finish after the barrier: wait for its verdicts.
   TrackedClaim after = CreateClaim(c.api, "after", kDeleteClass, false);
   REQUIRE(Eventually([&] { return IsBoundTo(Claims(c.api), after); }));
   INFO("log:\n" << LinesWith(prov.Logs(), "orphan"));
-  CHECK_FALSE(Exists(c.pv_dir + "/" + gone[0].dir_name()));
+  CHECK(Eventually([&] { return !Exists(c.pv_dir + "/" + gone[0].dir_name()); }));
+  CHECK(Eventually([&] { return prov.Logs().find("orphaned directory " + kept + " kept") != std::string::npos; }));
   CHECK(ReadFile(kept + "/note.txt") == "mine\n");
-  CHECK_THAT(prov.Logs(), Catch::Contains("orphaned directory " + kept + " kept"));
   CHECK(Volumes(c.api).count(gone[0].pv()) == 0);
   CHECK(Volumes(c.api).count(gone[1].pv()) == 0);
 }
