@@ -860,6 +860,9 @@ inline ApiServer::Reply ApiServer::Create(const RequestInfo& info, const std::st
   if (Str(obj, {"metadata", "name"}).empty() && !gen.empty()) m["name"] = Json(gen + RandomSuffix());
   std::string name = Str(obj, {"metadata", "name"});
   Store::Lock l(store_);
+  // The NamespaceLifecycle admission plugin: nothing is made in a namespace that does not exist.
+  if (t.namespaced && store_.Get("namespaces", info.ns) == nullptr)
+    return {404, NotFoundStatus(TypeOf("namespaces"), info.ns)};
   InitMeta(obj);
   ApplyDefaults(t, obj);
   AdmitCreate(store_, t, obj);

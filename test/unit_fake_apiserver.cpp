@@ -775,6 +775,7 @@ TEST_CASE("lists: limit and continue, label and field selectors, namespaces") {
   CHECK(names(Admin(s.api, "GET", kPvs + "?fieldSelector=metadata.name%3Dc").body) == std::vector<std::string>{"c"});
 
   REQUIRE(Admin(s.api, "POST", kPvcs, Pvc("x", "")).code == 201);
+  REQUIRE(Admin(s.api, "POST", "/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"other"}})").code == 201);
   REQUIRE(Admin(s.api, "POST", "/api/v1/namespaces/other/persistentvolumeclaims", Pvc("y", "")).code == 201);
   CHECK(names(Admin(s.api, "GET", kPvcs).body) == std::vector<std::string>{"x"});
   CHECK(names(Admin(s.api, "GET", "/api/v1/persistentvolumeclaims").body) == std::vector<std::string>{"x", "y"});
@@ -1611,4 +1612,16 @@ TEST_CASE("a JSON patch with an array index too large for any integer is 422, an
                   "application/json-patch+json");
   CHECK(r.code == 422);
   CHECK(Admin(s.api, "GET", kPvs + "/j").code == 200);
+}
+
+TEST_CASE("nothing is made in a namespace that does not exist (404), as NamespaceLifecycle admits") {
+  Server s;
+  Reply r = Admin(s.api, "POST", "/api/v1/namespaces/nowhere/persistentvolumeclaims", Pvc("c", ""));
+  CHECK(r.code == 404);
+  CHECK(Str(r.body, {"reason"}) == "NotFound");
+  CHECK(Str(r.body, {"message"}) == "namespaces \"nowhere\" not found");
+  CHECK(Str(r.body, {"details", "kind"}) == "namespaces");
+  REQUIRE(Admin(s.api, "POST", "/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"nowhere"}})").code == 201);
+  CHECK(Admin(s.api, "POST", "/api/v1/namespaces/nowhere/persistentvolumeclaims", Pvc("c", "")).code == 201);
+  CHECK(Admin(s.api, "POST", "/api/v1/namespaces/default/persistentvolumeclaims", Pvc("d", "")).code == 201);
 }
