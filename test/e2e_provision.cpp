@@ -300,7 +300,9 @@ TEST_CASE("many big claims of another class at start: memory stays under the Dep
   const long peak_kib = PeakRssKib(p.process().pid());
   INFO("peak resident memory: " << peak_kib << " KiB");
   CHECK(peak_kib > 0);
-  CHECK(peak_kib < 64 * 1024);  // manifests/deployment.yaml: limits.memory 64Mi
+  // A sanitizer's shadow memory and redzones say nothing of the shipped binary's footprint.
+  if (std::getenv("ASAN_OPTIONS") == nullptr && std::getenv("TSAN_OPTIONS") == nullptr)
+    CHECK(peak_kib < 64 * 1024);  // manifests/deployment.yaml: limits.memory 64Mi
 }
 
 TEST_CASE("a PV claiming to be ours but pointing outside the root is refused, never removed", "[e2e]") {
