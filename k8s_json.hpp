@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <map>
 #include <string>
@@ -264,11 +265,18 @@ inline const char* KindOf(const StorageClass*) { return "StorageClass"; }
 inline const char* KindOf(const Event*) { return "Event"; }
 inline const char* KindOf(const Lease*) { return "Lease"; }
 
-// Parses JSON text. Errors (kInvalid): picojson's message (with its line), or data after the
-// value (picojson stops at the end of the first value).
+// Parses JSON text. Errors (kInvalid): picojson's message (with its line), a number beyond a
+// double's range (picojson throws for those), or data after the value (picojson stops at the
+// end of the first value).
 inline Status Parse(const std::string& text, Value* out) {
   std::string err;
-  auto end = picojson::parse(*out, text.begin(), text.end(), &err);
+  std::string::const_iterator end;
+  try {
+    end = picojson::parse(*out, text.begin(), text.end(), &err);
+  } catch (const std::exception&) {
+    *out = Value();
+    return Status::Invalid("invalid JSON: a number beyond the range of a double");
+  }
   if (!err.empty()) return Status::Invalid("invalid JSON: " + OneLine(err));
   if (text.find_first_not_of(" \t\r\n", static_cast<size_t>(end - text.begin())) != std::string::npos)
     return Status::Invalid("invalid JSON: unexpected data after the value");

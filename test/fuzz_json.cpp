@@ -21,7 +21,7 @@ void Require(bool ok, const char* what, const std::string& detail = "") {
   std::abort();
 }
 
-bool OneLine(const std::string& s) {
+bool IsOneLine(const std::string& s) {
   for (char c : s)
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return false;
   return true;
@@ -87,7 +87,7 @@ void MapAll(const picojson::value& v) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   const std::string message = StatusMessage(500, text);
-  Require(!message.empty() && OneLine(message), "StatusMessage is not one line", message);
+  Require(!message.empty() && IsOneLine(message), "StatusMessage is not one line", message);
   (void)ParseWatchEvent<Volume>(text);
 
   picojson::value json;

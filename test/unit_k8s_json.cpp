@@ -425,6 +425,8 @@ TEST_CASE("FromJsonText: text that is not one JSON value is refused, never a cra
       {"raw control character", "{\"a\":\"a\x01\"}", false},
       {"100000 levels", "{\"a\":" + std::string(100000, '['), false},
       {"deep but closed", "{\"a\":" + std::string(5000, '[') + std::string(5000, ']') + "}", false},
+      {"number beyond a double", R"({"a":[1e616]})", false},
+      {"negative number beyond a double", R"({"spec":{"resources":{"requests":{"storage":-1e400}}}})", false},
   };
   for (const auto& c : kCases) {
     INFO(c.name);
