@@ -158,13 +158,13 @@ inline std::string ReclaimPolicyFor(const Config& cfg, const StorageClass& sc) {
   return "Delete";
 }
 
-// The PV for a claim. `capacity` is the canonical quantity of the claim's request.
-inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc, const std::string& capacity) {
+// The PV for a claim; its capacity is the claim's request, as the API server wrote it.
+inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc) {
   Volume v;
   v.meta.name = VolumeNameFor(claim);
   v.meta.annotations[ann::kProvisionedBy] = cfg.provisioner_name;
   v.meta.finalizers = {ann::kProvisionerFinalizer};
-  v.capacity = capacity;
+  v.capacity = claim.storage_request;
   v.access_modes = claim.access_modes;
   v.volume_mode = claim.volume_mode.empty() ? "Filesystem" : claim.volume_mode;
   v.storage_class_name = sc.meta.name;
@@ -243,20 +243,14 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
     return Fail(failed, "StorageClass " + sc->meta.name + ": " + err + "; fix the class and recreate it");
   if (claim.storage_request.empty())
     return Fail(failed, "spec.resources.requests.storage is missing: say how much storage the claim needs");
-  Result<Quantity> q = ParseQuantity(claim.storage_request);
-  if (!q.ok())
-    return Fail(failed, "storage request \"" + claim.storage_request + "\" is not a valid quantity: " + q.status().message());
-  if (IsNegative(*q))
-    return Fail(failed, "storage request \"" + claim.storage_request + "\" is negative");
-  int64_t bytes = 0;
-  if (!QuantityBytes(*q, &bytes))
-    return Fail(failed, "storage request \"" + claim.storage_request + "\" is too large (more than 8 EiB)");
+  if (Result<int64_t> bytes = QuantityToBytes(claim.storage_request); !bytes.ok())
+    return Fail(failed, "storage request: " + bytes.status().message());
   if (VolumeDirName(claim.meta.namespace_, claim.meta.name, VolumeNameFor(claim)).empty() ||
       !reconcile_detail::SafeNamePart(claim.meta.uid, 128))
     return Fail(failed, "namespace, name or uid is not a valid Kubernetes name; refusing to make a path of it");
   Action a;
   a.kind = Action::kProvision;
-  a.volume = BuildVolume(cfg, claim, *sc, CanonicalQuantity(*q));
+  a.volume = BuildVolume(cfg, claim, *sc);
   a.dir_name = VolumeDirName(claim.meta.namespace_, claim.meta.name, a.volume.meta.name);
   a.dir_mode = params.has_mode ? params.mode : cfg.dir_mode;
   a.uid = params.uid;

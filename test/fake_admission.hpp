@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "quantity.hpp"
+#include "test/fake_quantity.hpp"
 #include "test/fake_store.hpp"
 
 namespace fake {

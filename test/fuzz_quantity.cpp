@@ -2,13 +2,16 @@
 // form (CanonicalQuantity) must parse again to the same value, print the same canonical form
 // (a fixed point; one extra step only where Kubernetes takes it too, see below), and give the
 // same byte count (QuantityBytes). A verbatim string form must
-// be the text itself. Build and run with `make fuzz` (mk/fuzz.mk).
+// be the text itself. The provisioner's QuantityToBytes (quantity.hpp) must give the same bytes
+// for every non-negative text that fits, or refuse it as too large or too precise, and refuse
+// everything Kubernetes' parser refuses. Build and run with `make fuzz` (mk/fuzz.mk).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 
 #include "quantity.hpp"
+#include "test/fake_quantity.hpp"
 
 namespace {
 
@@ -28,7 +31,10 @@ bool SameValue(const Quantity& a, const Quantity& b) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   Result<Quantity> q = ParseQuantity(text);
+  Result<int64_t> provisioner = QuantityToBytes(text);
+  if (!provisioner.ok()) Require(provisioner.status().code() == Status::kInvalid, "QuantityToBytes: not kInvalid", text);
   if (!q.ok()) {
+    Require(!provisioner.ok(), "QuantityToBytes accepts what Kubernetes refuses", text);
     Require(q.status().code() == Status::kInvalid, "refused with a code other than kInvalid", text);
     return 0;
   }
@@ -55,6 +61,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   int64_t bytes = 0, bytes_again = 0;
   const bool fits = QuantityBytes(*q, &bytes);
+  if (provisioner.ok()) {
+    Require(fits && *provisioner == bytes, "QuantityToBytes gives other bytes than Value()", text);
+  } else {
+    const std::string& why = provisioner.status().message();
+    const std::string number = text.substr(0, text.find_first_not_of("+-.0123456789"));
+    const bool no_digit = number.find_first_of("0123456789") == std::string::npos;  // "." or "E3" is zero to Kubernetes
+    Require(!fits || bytes < 0 || bytes == INT64_MAX || no_digit || why.find("decimal places") != std::string::npos ||
+                why.find("significant digits") != std::string::npos,
+            "QuantityToBytes refuses a quantity that fits", text, why);
+  }
   Require(fits == QuantityBytes(*again, &bytes_again) && bytes == bytes_again,
           "the canonical form has another byte count", text, canonical);
   return 0;

@@ -1,6 +1,7 @@
-// Tests for quantity.hpp. The tables come from Kubernetes' own quantity_test.go
-// (staging/src/k8s.io/apimachinery/pkg/api/resource): TestQuantityParse, TestQuantityString,
-// TestQuantityParseEmit and their invalid inputs.
+// Tests for the fake API server's exact quantities (test/fake_quantity.hpp), and the
+// provisioner's QuantityToBytes (quantity.hpp) against them. The tables come from Kubernetes'
+// own quantity_test.go (staging/src/k8s.io/apimachinery/pkg/api/resource): TestQuantityParse,
+// TestQuantityString, TestQuantityParseEmit and their invalid inputs.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "quantity.hpp"
+#include "test/fake_quantity.hpp"
 
 namespace {
 
@@ -371,5 +373,37 @@ TEST_CASE("IsNegative", "[quantity]") {
     Result<Quantity> q = ParseQuantity(c.in);
     REQUIRE(q.ok());
     CHECK(IsNegative(*q) == c.negative);
+  }
+}
+
+TEST_CASE("QuantityToBytes: the bytes Kubernetes' Value() gives, or a clear refusal", "[quantity]") {
+  std::vector<std::string> inputs = {"1Gi", "1.5Gi", "0.5", "1n", "1.000000001", "9Ei", "7.9999999999999999Ei",
+                                     "9223372036854775807", "9223372036854775806.5", "1E", "10E", "1e19", "1e-9",
+                                     "100m", "0.1Ki", "123456789.123456789M", "00012.500k", "2e9", "1E3", "0", "-0"};
+  for (const auto& c : kParseCases) inputs.push_back(c.input);
+  for (const std::string& text : inputs) {
+    INFO("input \"" << text << "\"");
+    Result<Quantity> exact = ParseQuantity(text);
+    REQUIRE(exact.ok());
+    int64_t want = 0;
+    bool fits = QuantityBytes(*exact, &want);
+    Result<int64_t> got = QuantityToBytes(text);
+    if (fits && want == INT64_MAX && !got.ok()) {  // Kubernetes caps BinarySI values ("9Ei") there
+      CHECK_THAT(got.status().message(), Catch::Contains("too large"));
+    } else if (fits && want >= 0) {
+      REQUIRE(got.ok());
+      CHECK(*got == want);
+    } else {
+      REQUIRE_FALSE(got.ok());
+      CHECK_THAT(got.status().message(), Catch::Contains(fits ? "negative" : "too large"));
+    }
+  }
+  const char* kRefused[] = {"", "aoeu", "1.1.M", "10Xi", "1ki", "1K", "1e", " 1", "1 ", "-1Gi", "1e-19",
+                            "0.0000000000000000001", "123456789012345678901234567890123456789", "1e99999999999"};
+  for (const char* text : kRefused) {
+    INFO("input \"" << text << "\"");
+    Result<int64_t> got = QuantityToBytes(text);
+    CHECK_FALSE(got.ok());
+    if (!got.ok()) CHECK(got.status().message().find(std::string("\"") + text + "\"") != std::string::npos);
   }
 }
