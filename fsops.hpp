@@ -575,31 +575,6 @@ class Root {
     return true;
   }
 
-  // Maps an absolute path to the single child name it names directly inside this root, e.g.
-  // "/var/kubernetes/default-c-pvc-1" -> "default-c-pvc-1". Purely lexical: "//", "/./" and a
-  // trailing "/" are normalised away first; kInvalid for an empty or relative path, any ".."
-  // component, the root itself, anything outside the root (compared with a trailing "/", so
-  // "/var/kubernetesX/a" is outside), paths more than one level deep, and names failing
-  // ValidName. Does not look at the filesystem.
-  Result<std::string> ChildName(const std::string& absolute_path) const {
-    const std::string shown = "\"" + fsops_detail::Printable(absolute_path) + "\"";
-    std::string normalised;
-    if (!NormaliseAbsolute(absolute_path, &normalised)) {
-      return Status::Invalid("path " + shown + " is not an absolute path without \"..\"");
-    }
-    if (normalised == path_) return Status::Invalid("path " + shown + " is the root directory itself");
-    const std::string prefix = path_ + "/";
-    if (normalised.compare(0, prefix.size(), prefix) != 0) {
-      return Status::Invalid("path " + shown + " is not inside " + path_);
-    }
-    std::string name = normalised.substr(prefix.size());
-    if (name.find('/') != std::string::npos) {
-      return Status::Invalid("path " + shown + " is more than one level below " + path_);
-    }
-    if (!ValidName(name)) return Status::Invalid("path " + shown + " does not end in a valid directory name");
-    return name;
-  }
-
   // Creates root/name as a directory with exactly `mode` (<= 07777; the umask does not matter)
   // and, when uid/gid are not -1, that owner/group. mkdirat is relative to fd(), and owner and
   // mode are set through a descriptor opened with O_NOFOLLOW, so a symlink planted in the root
@@ -651,8 +626,6 @@ class Root {
     return fsops_detail::TreeRemover(fd_, path_, name, max_open_dirs).Run();
   }
 
-  // Names of the directories directly inside the root (not symlinks to directories, not names
-  // failing ValidName), sorted. For finding orphaned volume directories at start.
   // Removes root/name only if it is an empty directory (one rmdir: atomic, never follows a
   // symlink, never touches data). kConflict "not empty" when something is inside;
   // kNotFound when nothing is there.
@@ -665,6 +638,8 @@ class Root {
     return PosixError("rmdir " + where, err);
   }
 
+  // Names of the directories directly inside the root (not symlinks to directories, not names
+  // failing ValidName), sorted. For finding orphaned volume directories at start.
   Result<std::vector<std::string>> ListDirs() const {
     // A descriptor of its own, so the listing has its own position.
     fsops_detail::Fd fd(openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -703,9 +678,6 @@ class Root {
     return Status::Ok();
   }
 
-  // True if the root is a mount point: its device or mount id differs from its parent's (so a
-  // bind mount counts too). False when not, or when that cannot be found out. Used to warn
-  // when the data disk is not mounted.
   // Does the path still name the directory opened at start? Not when it was renamed (and
   // something made in its place), removed, or a filesystem mounted on it was (lazily)
   // unmounted: the handle then works on a directory that PVs and users no longer see.
@@ -721,6 +693,9 @@ class Root {
     return Status::Ok();
   }
 
+  // True if the root is a mount point: its device or mount id differs from its parent's (so a
+  // bind mount counts too). False when not, or when that cannot be found out. Used to warn
+  // when the data disk is not mounted.
   bool IsMountPoint() const {
     fsops_detail::Fd parent(openat(fd_, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     fsops_detail::DirId self, up;

@@ -248,49 +248,6 @@ TEST_CASE("Printable makes paths safe for one log line", "[fsops][name]") {
   }
 }
 
-TEST_CASE("ChildName maps a path one level below the root, lexically", "[fsops][name]") {
-  Sandbox box;
-  const std::string r = box.root_path();
-  struct Row {
-    const char* what;
-    std::string path;
-    const char* name;  // nullptr: must be rejected
-  };
-  const Row rows[] = {
-      {"direct child", r + "/default-c-pvc-1", "default-c-pvc-1"},
-      {"trailing slash", r + "/pvc-1/", "pvc-1"},
-      {"double slash", r + "//pvc-1", "pvc-1"},
-      {"dot component", r + "/./pvc-1", "pvc-1"},
-      {"/", "/", nullptr},
-      {"the root", r, nullptr},
-      {"the root with /", r + "/", nullptr},
-      {"the root with /.", r + "/.", nullptr},
-      {"parent of root", r + "/..", nullptr},
-      {"dot dot inside", r + "/a/../b", nullptr},
-      {"dot dot climbing out", r + "/../outside", nullptr},
-      {"sibling with common prefix", r + "X/a", nullptr},
-      {"sibling", box.outside() + "/a", nullptr},
-      {"two levels", r + "/a/b", nullptr},
-      {"relative", r.substr(1) + "/a", nullptr},
-      {"relative name", "pvc-1", nullptr},
-      {"empty", "", nullptr},
-      {"NUL inside", r + std::string("/a\0b", 4), nullptr},
-      {"control character", r + "/a\nb", nullptr},
-      {"name too long", r + "/" + std::string(256, 'n'), nullptr},
-  };
-  for (const Row& row : rows) {
-    INFO(row.what << ": " << row.path);
-    Result<std::string> got = box.root().ChildName(row.path);
-    if (row.name) {
-      REQUIRE(got.ok());
-      CHECK(*got == row.name);
-    } else {
-      CHECK_FALSE(got.ok());
-      CHECK(got.status().code() == Status::kInvalid);
-    }
-  }
-}
-
 TEST_CASE("Root::Open accepts a normalised directory and refuses the rest", "[fsops][open]") {
   Sandbox box;
   WriteFile(box.outside() + "/file", "x");
