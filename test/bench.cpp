@@ -59,7 +59,16 @@
 #include <httplib.h>
 #include <picojson.h>
 
+#include "test/harness.hpp"
+
 namespace {
+
+using harness::Env;
+using harness::Exists;
+using harness::FreePort;
+using harness::Process;
+using harness::ReadFile;
+using harness::WriteFile;
 
 constexpr const char* kNs = "default";
 const std::string kClaims = std::string("/api/v1/namespaces/") + kNs + "/persistentvolumeclaims";
@@ -81,21 +90,6 @@ struct Failure : std::runtime_error {
 // ---------------------------------------------------------------------------------------------
 // Small helpers: files, time, processes, /proc.
 
-std::string Env(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : fallback;
-}
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-void WriteFile(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -104,72 +98,6 @@ std::string Trim(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   return s;
 }
-
-// A free TCP port on 127.0.0.1 (bound and released).
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// A child process with its stdout and stderr in a log file; killed when this object goes.
-class Process {
- public:
-  Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const std::string& log)
-      : log_(log) {
-    pid_ = ::fork();
-    if (pid_ < 0) throw Failure("fork failed");
-    if (pid_ == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-      std::vector<char*> args;
-      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
-  }
-  ~Process() {
-    if (!exited_) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Sends SIGTERM and waits up to `limit`; the exit code, or -1 if it did not exit.
-  int Stop(std::chrono::seconds limit) {
-    ::kill(pid_, SIGTERM);
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      SleepMs(10);
-    }
-    return -1;
-  }
-  bool Running() {
-    int status = 0;
-    if (!exited_ && ::waitpid(pid_, &status, WNOHANG) == pid_) exited_ = true;
-    return !exited_;
-  }
-  std::string Log() const { return ReadFile(log_); }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-  bool exited_ = false;
-};
 
 // The number in a "Name:  value" line of a /proc status file; -1 if there is none.
 long StatusField(const std::string& text, const std::string& name) {
@@ -658,7 +586,7 @@ Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const 
       p.ready_seconds = static_cast<double>(NowNs() - t0) / 1e9;
       return p;
     }
-    if (!p.proc->Running()) throw Failure("the provisioner exited: " + p.proc->Log());
+    if (int code = 0; p.proc->WaitFor(std::chrono::milliseconds(0), &code)) throw Failure("the provisioner exited: " + p.proc->Log());
     SleepMs(2);
   }
   throw Failure("the provisioner was not ready within 60 s: " + p.proc->Log());
@@ -818,7 +746,9 @@ int Run() {
         }
     }
     after_bursts = ReadMemory(p.proc->pid());
-    int code = p.proc->Stop(std::chrono::seconds(20));
+    p.proc->Signal(SIGTERM);
+    int code = -1;
+    if (!p.proc->WaitFor(std::chrono::seconds(20), &code)) code = -1;
     if (code != 0) throw Failure("the provisioner did not stop cleanly on SIGTERM (exit " + std::to_string(code) + ")");
   }
 
