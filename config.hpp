@@ -2,6 +2,7 @@
 // Every setting has a flag, an environment variable and a default; a flag wins over its
 // variable. Errors name the flag and the variable.
 #pragma once
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <string>
@@ -17,6 +18,8 @@ inline constexpr const char* kDefaultServiceAccountDir = "/var/run/secrets/kuber
 struct Config {
   std::string provisioner_name = kDefaultProvisionerName;
   std::string pv_dir = kDefaultPvDir;    // absolute, normalised, never "/"
+  std::vector<std::string> allowed_pv_dirs;  // more roots a class's pvDir may name (normalised)
+  std::string node_name;                 // "" = single-node mode; else serve this node only
   std::string reclaim_policy;            // "", Retain or Delete; "" = the class decides
   unsigned dir_mode = 0777;              // mode of new volume directories
   std::string kubeconfig;                // "" = in-cluster
@@ -73,6 +76,30 @@ inline const std::vector<Setting>& Settings() {
          if (!NormaliseAbsolute(v, &n)) return "must be an absolute path without \"..\", not \"" + v + "\"";
          if (n == "/") return "must not be \"/\": volumes would be made in, and removed from, the host's root";
          c.pv_dir = n;
+         return "";
+       }},
+      {"allowed-pv-dirs", "ALLOWED_PV_DIRS", "(none)",
+       "comma-separated host directories that a StorageClass's pvDir parameter may name, besides PV_DIR "
+       "(each mounted into the pod at the same path)",
+       [](Config& c, const std::string& v) -> std::string {
+         c.allowed_pv_dirs.clear();
+         for (size_t start = 0; start <= v.size() && !v.empty();) {
+           size_t end = std::min(v.find(',', start), v.size());
+           std::string item = v.substr(start, end - start), n;
+           if (!NormaliseAbsolute(item, &n) || n == "/")
+             return "must list absolute paths without \"..\", other than \"/\", not \"" + item + "\"";
+           c.allowed_pv_dirs.push_back(n);
+           start = end + 1;
+         }
+         return "";
+       }},
+      {"node-name", "NODE_NAME", "(none: single-node mode)",
+       "the node this instance serves (node-aware mode, one instance per node as a DaemonSet): it provisions "
+       "only claims for this node and removes only volumes made on it",
+       [](Config& c, const std::string& v) -> std::string {
+         if (!v.empty() && !IsDnsName(v, 253))
+           return "must be a node name (lower-case letters, digits, '-' and '.'), not \"" + v + "\"";
+         c.node_name = v;
          return "";
        }},
       {"reclaim-policy", "PV_RECLAIM_POLICY", "(the StorageClass's reclaimPolicy)",
@@ -199,6 +226,9 @@ inline Result<Config> ParseConfig(const std::vector<std::string>& args,
       return Status::Invalid("--" + name + env + " " + err);
     }
   }
+  if (c.leader_elect && !c.node_name.empty())
+    return Status::Invalid("LEADER_ELECT (--leader-elect) cannot be used with NODE_NAME (--node-name): each instance "
+                           "serves only its own node, so instances never contend and need no lease");
   return c;
 }
 

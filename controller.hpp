@@ -28,6 +28,7 @@
 #include "queue.hpp"
 #include "reconcile.hpp"
 #include "recorder.hpp"
+#include "roots.hpp"
 
 // Counters the controller keeps for the HTTP endpoint (all monotonic except depth).
 struct ControllerStats {
@@ -76,8 +77,8 @@ class NameSet {
 
 class Controller {
  public:
-  Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Root* root)
-      : cfg_(cfg), ep_(std::move(ep)), root_(root),
+  Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots* roots)
+      : cfg_(cfg), ep_(std::move(ep)), roots_(roots),
         recorder_(ep_, "hostpath-provisioner"),
         claims_("PersistentVolumeClaims", api::kClaims, &SlimForCache, ep_,
                 [this](const std::string& k, const Claim* c) { OnClaim(k, c); }),
@@ -228,7 +229,7 @@ class Controller {
       LogWarn(key + ": not acting: this instance may no longer hold the lease");
       return Retry();
     }
-    if (Status s = root_->StillAtPath(); !s.ok()) return RootMoved(key, s);
+    if (Status s = roots_->primary().StillAtPath(); !s.ok()) return RootMoved(key, s.Wrap("PV_DIR"));
     if (key == kScanOrphans) {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
       return ScanOrphans(w) ? Done() : Retry(w.conn.last_retry_after());
@@ -248,16 +249,21 @@ class Controller {
   // have made it while this one was paused). Returns false when a candidate could not be
   // looked up (the scan is then tried again after a backoff).
   bool ScanOrphans(Worker& w) {
-    Result<std::vector<std::string>> dirs = root_->ListDirs();
-    if (!dirs.ok()) {
-      LogWarn("cannot list " + cfg_.pv_dir + " to look for orphaned directories: " + dirs.status().message());
-      return true;
-    }
-    bool complete = true;
     std::unordered_set<std::string> pending_uids;
     claims_.ForEach([&](const Claim& c) {
       if (c.volume_name.empty()) pending_uids.insert(c.meta.uid);
     });
+    bool complete = true;
+    for (const Root* root : roots_->Opened()) complete = ScanOrphans(w, *root, pending_uids) && complete;
+    return complete;
+  }
+  bool ScanOrphans(Worker& w, const Root& root, const std::unordered_set<std::string>& pending_uids) {
+    Result<std::vector<std::string>> dirs = root.ListDirs();
+    if (!dirs.ok()) {
+      LogWarn("cannot list " + root.path() + " to look for orphaned directories: " + dirs.status().message());
+      return true;
+    }
+    bool complete = true;
     for (const std::string& d : *dirs) {
       const size_t kPv = 40;  // "pvc-" + a 36-character uid
       if (d.size() <= kPv + 1 || d[d.size() - kPv - 1] != '-' || d.compare(d.size() - kPv, 4, "pvc-") != 0) continue;
@@ -267,17 +273,17 @@ class Controller {
       if (created_.Contains(pv) || volumes_.Get(pv) || pending_uids.count(pv.substr(4))) continue;
       Result<Volume> fresh = w.api.GetVolume(pv);
       if (fresh.status().code() != Status::kNotFound) {
-        if (!fresh.ok()) LogWarn("orphaned directory " + cfg_.pv_dir + "/" + d + " kept for now: " + fresh.status().message());
+        if (!fresh.ok()) LogWarn("orphaned directory " + root.path() + "/" + d + " kept for now: " + fresh.status().message());
         complete = complete && fresh.ok();
         continue;
       }
       if (!may_act_()) return true;
-      Status s = root_->RemoveIfEmpty(d);
+      Status s = root.RemoveIfEmpty(d);
       if (s.ok()) {
-        LogInfo("removed orphaned directory " + cfg_.pv_dir + "/" + d + ": empty, and no PersistentVolume " + pv +
+        LogInfo("removed orphaned directory " + root.path() + "/" + d + ": empty, and no PersistentVolume " + pv +
                 " or pending claim refers to it");
       } else {
-        LogWarn("orphaned directory " + cfg_.pv_dir + "/" + d + " kept: no PersistentVolume " + pv +
+        LogWarn("orphaned directory " + root.path() + "/" + d + " kept: no PersistentVolume " + pv +
                 " refers to it, but " + s.message() + " (it may hold data of a Retain volume whose PV was deleted; "
                 "remove it by hand if not needed)");
       }
@@ -289,7 +295,7 @@ class Controller {
   // be in a directory that PVs do not name); the claim or volume is told, and /healthz fails
   // so that the kubelet restarts the pod onto the right directory.
   Outcome RootMoved(const std::string& key, const Status& why) {
-    const std::string message = "PV_DIR " + why.message() + "; nothing done until the provisioner restarts";
+    const std::string message = why.message() + "; nothing done until the provisioner restarts";
     LogError(key + ": " + message);
     if (key.rfind("claim/", 0) == 0) {
       if (std::optional<Claim> c = claims_.Get(key.substr(6))) recorder_.Warning(Of(*c), reason::kProvisioningFailed, message);
@@ -321,6 +327,12 @@ class Controller {
         LogDebug(2, "claim " + key + ": nothing to do: " + a.why);
         return Done();
       case Action::kFail:
+        if (a.once) {
+          LogDebug(1, "claim " + key + ": " + a.message);
+          recorder_.WarningOnce(Of(*claim), a.reason, a.message);
+          return Done();
+        }
+        if (a.reschedule) return Reschedule(w, *claim, a.message);
         stats_.provision_failed++;
         LogWarn("claim " + key + ": " + a.message);
         recorder_.Warning(Of(*claim), a.reason, a.message);
@@ -335,10 +347,14 @@ class Controller {
   // Makes the directory, then creates the PV.
   Outcome Provision(Worker& w, const Claim& claim, const Action& a) {
     auto start = std::chrono::steady_clock::now();
-    std::string path = cfg_.pv_dir + "/" + a.dir_name;
-    if (Status s = root_->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
+    std::string path = a.root + "/" + a.dir_name;
+    Result<const Root*> root = roots_->Get(a.root);
+    if (!root.ok()) return ProvisionFailed(w, claim, "cannot use " + a.root + ": " + root.status().message(), true);
+    if (Status s = (*root)->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
       const std::string hint = FixHint(s);
-      return ProvisionFailed(claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint));
+      const int e = s.sys_errno();
+      return ProvisionFailed(w, claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint),
+                             e == ENOENT || e == ENOSPC || e == EDQUOT || e == EROFS || e == ENOTDIR);
     }
     // Before the create, so that its watch event, which another worker may handle, finds it.
     created_.Insert(a.volume.meta.name);
@@ -351,8 +367,8 @@ class Controller {
         s = Status::Ok();
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
-        if (Status r = root_->RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
-        return ProvisionFailed(claim, "a PersistentVolume named " + a.volume.meta.name +
+        if (Status r = (*root)->RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
+        return ProvisionFailed(w, claim, "a PersistentVolume named " + a.volume.meta.name +
                                           " already exists and is not the one this provisioner made for this claim "
                                           "(claim uid \"" + got->claim_ref.uid + "\", path \"" + got->host_path +
                                           "\"); delete it if it is stale");
@@ -363,7 +379,7 @@ class Controller {
     if (!s.ok()) {
       created_.Erase(a.volume.meta.name);
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
-      Outcome o = ProvisionFailed(claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
+      Outcome o = ProvisionFailed(w, claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
       o.retry_after = w.conn.last_retry_after();
       return o;
     }
@@ -378,11 +394,31 @@ class Controller {
     return Done();
   }
 
-  Outcome ProvisionFailed(const Claim& claim, const std::string& message) {
+  // `for_good`: this node cannot serve the claim until someone acts (a root missing, full or
+  // read-only): in node-aware mode the scheduler is asked to pick another node.
+  Outcome ProvisionFailed(Worker& w, const Claim& claim, const std::string& message, bool for_good = false) {
+    if (for_good && !cfg_.node_name.empty()) return Reschedule(w, claim, message);
     stats_.provision_failed++;
     LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
     recorder_.Warning(Of(claim), reason::kProvisioningFailed, message);
     return Retry();
+  }
+
+  // Provisioning on the claim's selected node failed for good: the event, then the scheduler's
+  // selected-node annotation removed so that it picks another node, as Kubernetes' external
+  // provisioners do. A claim whose node came from an annotation of ours keeps it (retried).
+  Outcome Reschedule(Worker& w, const Claim& claim, const std::string& message) {
+    stats_.provision_failed++;
+    auto selected = claim.meta.annotations.find(ann::kSelectedNode);
+    const bool scheduled = selected != claim.meta.annotations.end() && selected->second == cfg_.node_name;
+    const std::string full = message + (scheduled ? "; asking the scheduler for another node" : "");
+    LogWarn("claim " + KeyOf(claim.meta) + ": " + full);
+    recorder_.Warning(Of(claim), reason::kProvisioningFailed, full);
+    if (!scheduled) return Retry();
+    Status s = w.api.RemoveClaimAnnotation(claim, ann::kSelectedNode);
+    if (s.ok() || s.code() == Status::kNotFound) return Done();
+    LogWarn("claim " + KeyOf(claim.meta) + ": " + s.message());
+    return Retry(w.conn.last_retry_after());
   }
 
   Outcome SyncVolume(Worker& w, const std::string& name) {
@@ -426,7 +462,7 @@ class Controller {
   // Removes the directory, then drops our finalizer and deletes the PV (its uid checked).
   Outcome Delete(Worker& w, const Volume& v, const Action& a) {
     auto start = std::chrono::steady_clock::now();
-    std::string path = cfg_.pv_dir + "/" + a.dir_name;
+    std::string path = a.root + "/" + a.dir_name;
     std::string other;
     volumes_.ForEach([&](const Volume& o) {
       // A path inside this directory holds its name as a component (normalising never changes
@@ -437,7 +473,9 @@ class Controller {
     if (!other.empty())
       return DeleteFailed(v, "PersistentVolume " + other + " also uses " + path +
                                  "; refusing to delete its data (delete that volume first, or remove the data by hand)");
-    if (Status s = root_->RemoveTree(a.dir_name); !s.ok()) {
+    Result<const Root*> root = roots_->Get(a.root);
+    if (!root.ok()) return DeleteFailed(v, "cannot use " + a.root + ": " + root.status().message() + "; will retry");
+    if (Status s = (*root)->RemoveTree(a.dir_name); !s.ok()) {
       const std::string hint = FixHint(s);
       return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
     }
@@ -475,7 +513,7 @@ class Controller {
 
   const Config cfg_;
   std::shared_ptr<ApiEndpoint> ep_;
-  const Root* root_;
+  Roots* roots_;
   EventRecorder recorder_;
   WorkQueue queue_;
   ControllerStats stats_;

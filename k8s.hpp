@@ -98,6 +98,13 @@ class KubeApi {
     return Check(r, "delete PersistentVolume " + name);
   }
 
+  // Removes an annotation from a claim, if its uid is still the claim's (else kConflict).
+  Status RemoveClaimAnnotation(const Claim& c, const std::string& key) {
+    auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name,
+                            RemoveAnnotationJson(c.meta.uid, key), "application/merge-patch+json");
+    return Check(r, "remove annotation " + key + " from PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
+  }
+
   Status CreateEvent(const Event& e) {
     return Check(conn_->Request("POST", api::Events(e.meta.namespace_), EventToJson(e)), "create Event " + e.meta.name);
   }

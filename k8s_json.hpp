@@ -212,6 +212,11 @@ inline Status Read(const Fields& top, Volume* v) {
   K8S_JSON_TRY(spec.Sub("hostPath", &host));
   K8S_JSON_TRY(host.String("path", &v->host_path));
   K8S_JSON_TRY(host.String("type", &v->host_path_type));
+  if (!spec.Has("hostPath") && spec.Has("local")) {
+    v->local = true;
+    K8S_JSON_TRY(spec.Sub("local", &host));
+    K8S_JSON_TRY(host.String("path", &v->host_path));
+  }
   return status.String("phase", &v->phase);
 }
 
@@ -344,8 +349,8 @@ Result<T> FromJsonText(const std::string& text) {
 // The PV to POST to /api/v1/persistentvolumes, as JSON text: apiVersion, kind, metadata
 // (name, and annotations, labels, finalizers when present), spec (capacity.storage,
 // accessModes, volumeMode and storageClassName and mountOptions when set,
-// persistentVolumeReclaimPolicy, claimRef when has_claim_ref, hostPath when host_path is set).
-// Status is the server's.
+// persistentVolumeReclaimPolicy, claimRef when has_claim_ref, hostPath or local when
+// host_path is set, nodeAffinity when `node` is set). Status is the server's.
 inline std::string VolumeToJson(const Volume& v) {
   using namespace k8s_json_detail;
   Object spec;
@@ -359,8 +364,14 @@ inline std::string VolumeToJson(const Volume& v) {
   }
   if (!v.host_path.empty()) {
     Object host{{"path", Str(v.host_path)}};
-    SetIfSet(&host, "type", v.host_path_type);
-    spec["hostPath"] = Value(std::move(host));
+    if (!v.local) SetIfSet(&host, "type", v.host_path_type);
+    spec[v.local ? "local" : "hostPath"] = Value(std::move(host));
+  }
+  if (!v.node.empty()) {
+    Object expr{{"key", Str(ann::kHostnameLabel)}, {"operator", Str("In")}, {"values", Strings({v.node})}};
+    Object term{{"matchExpressions", Value(picojson::array{Value(std::move(expr))})}};
+    Object required{{"nodeSelectorTerms", Value(picojson::array{Value(std::move(term))})}};
+    spec["nodeAffinity"] = Value(Object{{"required", Value(std::move(required))}});
   }
   if (!v.mount_options.empty()) spec["mountOptions"] = Strings(v.mount_options);
   SetIfSet(&spec, "persistentVolumeReclaimPolicy", v.reclaim_policy);
@@ -411,6 +422,14 @@ inline std::string FinalizersPatchJson(const std::string& resource_version, cons
   using namespace k8s_json_detail;
   return Value(Object{{"metadata", Value(Object{{"finalizers", Strings(finalizers)},
                                                 {"resourceVersion", Str(resource_version)}})}})
+      .serialize();
+}
+
+// The merge patch that removes one annotation, guarded by the object's uid (a claim deleted
+// and made again under its name is not touched: 409).
+inline std::string RemoveAnnotationJson(const std::string& uid, const std::string& key) {
+  using namespace k8s_json_detail;
+  return Value(Object{{"metadata", Value(Object{{"annotations", Value(Object{{key, Value()}})}, {"uid", Str(uid)}})}})
       .serialize();
 }
 

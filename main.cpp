@@ -71,7 +71,7 @@ std::string Identity() {
 // What /healthz, /readyz and /metrics report.
 class Probes : public ProbeSource {
  public:
-  Probes(Controller* controller, const Root* root) : controller_(controller), root_(root) {}
+  Probes(Controller* controller, const Roots* roots) : controller_(controller), roots_(roots) {}
 
   // The API requests the connections make, for the metrics; installed on the endpoint.
   RequestObserver Observer() {
@@ -82,18 +82,18 @@ class Probes : public ProbeSource {
 
   Status Live() override {
     if (controller_->WorkerStuck(std::chrono::minutes(10))) return Status::Error("worker stuck on one key for over 10 minutes");
-    if (Status s = root_->StillAtPath(); !s.ok()) return Status::Error("PV_DIR " + s.message());
+    if (Status s = roots_->Check(); !s.ok()) return Status::Error(s.message());
     return Status::Ok();
   }
   Status Ready() override {
     if (standby_) return Status(Status::kOk, "ok (standby: another instance holds the lease)");
     return controller_->Synced() ? Status::Ok() : Status::Error("initial lists not done");
   }
-  std::string Metrics() override { return MetricsText(*controller_, requests_, *root_); }
+  std::string Metrics() override { return MetricsText(*controller_, requests_, *roots_); }
 
  private:
   Controller* controller_;
-  const Root* root_;
+  const Roots* roots_;
   RequestCounter requests_;
   std::atomic<bool> standby_{false};
 };
@@ -144,8 +144,9 @@ int main(int argc, char** argv) {
     return Fail(1, "PV_DIR " + cfg.pv_dir + ": " + root.status().message() +
                        " (create the folder, or mount the host folder there)");
 
-  Controller controller(cfg, *endpoint, &*root);
-  Probes probes(&controller, &*root);
+  Roots roots(std::move(*root), cfg.allowed_pv_dirs);
+  Controller controller(cfg, *endpoint, &roots);
+  Probes probes(&controller, &roots);
   (*endpoint)->observer = probes.Observer();
   HttpEndpoint http(cfg.metrics_address, &probes);
   std::string lease_ns = cfg.leader_elect_namespace.empty() ? creds->namespace_ : cfg.leader_elect_namespace;
@@ -161,7 +162,9 @@ int main(int argc, char** argv) {
   }
   if (Status s = http.Start(); !s.ok()) return Fail(1, s.message());
   LogInfo(std::string("hostpath-provisioner ") + HP_VERSION + " starting: provisioner " + cfg.provisioner_name +
-          ", volumes in " + cfg.pv_dir + ", reclaim policy " +
+          ", volumes in " + cfg.pv_dir + (cfg.allowed_pv_dirs.empty() ? "" : " (and classes' pvDir among " +
+          std::to_string(cfg.allowed_pv_dirs.size()) + " more)") +
+          (cfg.node_name.empty() ? ", single-node mode" : ", serving node " + cfg.node_name) + ", reclaim policy " +
           (cfg.reclaim_policy.empty() ? "from the StorageClass" : cfg.reclaim_policy) + ", API " +
           (*endpoint)->description);
 

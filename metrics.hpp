@@ -60,7 +60,7 @@ inline void Histogram(std::ostringstream& o, const std::string& name, const char
 }  // namespace metrics_detail
 
 // Every metric, in the text exposition format.
-inline std::string MetricsText(Controller& controller, RequestCounter& requests, const Root& root) {
+inline std::string MetricsText(Controller& controller, RequestCounter& requests, const Roots& roots) {
   std::ostringstream o;
   ControllerStats& s = controller.stats();
   const char* p = "hostpath_provisioner_";
@@ -84,14 +84,18 @@ inline std::string MetricsText(Controller& controller, RequestCounter& requests,
   for (const auto& [k, n] : requests.Snapshot())
     o << p << "api_requests_total{verb=\"" << std::get<0>(k) << "\",resource=\"" << metrics_detail::Label(std::get<1>(k)) << "\",code=\""
       << std::get<2>(k) << "\"} " << n << "\n";
-  uint64_t free_bytes = 0, total_bytes = 0;
-  if (root.Space(&free_bytes, &total_bytes).ok()) {
+  std::ostringstream free, total;
+  for (const Root* root : roots.Opened()) {
+    uint64_t free_bytes = 0, total_bytes = 0;
+    if (!root->Space(&free_bytes, &total_bytes).ok()) continue;
+    free << p << "root_free_bytes{root=\"" << metrics_detail::Label(root->path()) << "\"} " << free_bytes << "\n";
+    total << p << "root_total_bytes{root=\"" << metrics_detail::Label(root->path()) << "\"} " << total_bytes << "\n";
+  }
+  if (!free.str().empty()) {
     o << "# HELP " << p << "root_free_bytes Free bytes on the filesystem of each volume root.\n# TYPE " << p
-      << "root_free_bytes gauge\n";
-    o << p << "root_free_bytes{root=\"" << metrics_detail::Label(root.path()) << "\"} " << free_bytes << "\n";
+      << "root_free_bytes gauge\n" << free.str();
     o << "# HELP " << p << "root_total_bytes Size of the filesystem of each volume root.\n# TYPE " << p
-      << "root_total_bytes gauge\n";
-    o << p << "root_total_bytes{root=\"" << metrics_detail::Label(root.path()) << "\"} " << total_bytes << "\n";
+      << "root_total_bytes gauge\n" << total.str();
   }
   return o.str();
 }

@@ -54,8 +54,10 @@ struct Volume {
   std::vector<std::string> mount_options;
   bool has_claim_ref = false;
   ClaimRef claim_ref;
-  std::string host_path;       // spec.hostPath.path; empty if not a hostPath volume
+  std::string host_path;       // spec.hostPath.path, or spec.local.path when `local`
   std::string host_path_type;  // spec.hostPath.type
+  bool local = false;          // a `local` volume (spec.local) rather than a hostPath one
+  std::string node;            // spec.nodeAffinity: kubernetes.io/hostname In [node]; written only
   std::string phase;           // status.phase
 };
 
@@ -95,4 +97,12 @@ inline constexpr const char* kProvisionedBy = "pv.kubernetes.io/provisioned-by";
 inline constexpr const char* kSelectedNode = "volume.kubernetes.io/selected-node";
 inline constexpr const char* kBoundByController = "pv.kubernetes.io/bound-by-controller";
 inline constexpr const char* kProvisionerFinalizer = "external-provisioner.volume.kubernetes.io/finalizer";
+// Ours. On a claim: the node its volume goes to (for Immediate classes in node-aware mode).
+// On a PV: the node whose instance made it and alone may remove it (node-aware mode).
+inline constexpr const char* kNode = "hostpath-provisioner.io/node";
+// kubevirt's hostpath provisioner's claim annotation, with the meaning of kNode.
+inline constexpr const char* kKubevirtNode = "kubevirt.io/provisionOnNode";
+// On a PV: the root directory it was made under (one of the configured roots).
+inline constexpr const char* kPvDir = "hostpath-provisioner.io/pv-dir";
+inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 }  // namespace ann

@@ -29,3 +29,14 @@ inline bool PathWithin(const std::string& path, const std::string& dir) {
   if (!NormaliseAbsolute(path, &p)) return false;
   return p == dir || (p.size() > dir.size() && p.compare(0, dir.size(), dir) == 0 && (dir == "/" || p[dir.size()] == '/'));
 }
+
+// A DNS-1123 label/subdomain as the API server enforces for namespaces and claim names:
+// lowercase letters, digits, '-' and '.', starting and ending alphanumeric. Checked again where a name
+// becomes part of a path.
+inline bool IsDnsName(const std::string& s, size_t max) {
+  if (s.empty() || s.size() > max) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
+  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  return alnum(s.front()) && alnum(s.back()) && s.find("..") == std::string::npos;
+}

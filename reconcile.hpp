@@ -33,10 +33,13 @@ struct Action {
   std::string dir_name;     // kProvision/kDelete: the volume directory's name inside the root
   unsigned dir_mode = 0;    // kProvision
   int uid = -1, gid = -1;   // kProvision: owner of the directory; -1 = leave as created
+  std::string root;         // kProvision/kDelete: the root directory dir_name is in
   Volume volume;            // kProvision: the PV to create
   std::string reason;       // kFail: event reason
   std::string message;      // kFail: event message (why, and what to do)
   bool retry = true;        // kFail: try again after a backoff (false: only when the object changes)
+  bool once = false;        // kFail: one event however many instances see it (node-aware mode)
+  bool reschedule = false;  // kFail: for good on this node: drop the claim's selected-node
 };
 
 namespace reconcile_detail {
@@ -54,17 +57,6 @@ inline Action Fail(const char* reason, std::string message, bool retry = true) {
   a.message = std::move(message);
   a.retry = retry;
   return a;
-}
-
-// A DNS-1123 label/subdomain as the API server enforces for namespaces and claim names:
-// lowercase letters, digits, '-' and '.', starting and ending alphanumeric. We check again
-// because the name becomes part of a path.
-inline bool SafeNamePart(const std::string& s, size_t max) {
-  if (s.empty() || s.size() > max) return false;
-  for (char c : s)
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  return alnum(s.front()) && alnum(s.back()) && s.find("..") == std::string::npos;
 }
 
 // An object uid as the API server makes them: a UUID in lower-case hex, "8-4-4-4-12".
@@ -97,8 +89,7 @@ inline bool ParseUnsigned(const std::string& s, int base, unsigned long max, uns
 // cut, so the result is a function of these three strings only (deletion recomputes it).
 // Returns "" when a part is not a valid Kubernetes name (it would not be a safe path part).
 inline std::string VolumeDirName(const std::string& ns, const std::string& claim, const std::string& pv) {
-  using reconcile_detail::SafeNamePart;
-  if (!SafeNamePart(ns, 63) || !SafeNamePart(claim, 253) || !SafeNamePart(pv, 253)) return "";
+  if (!IsDnsName(ns, 63) || !IsDnsName(claim, 253) || !IsDnsName(pv, 253)) return "";
   std::string name = ns + "-" + claim + "-" + pv;
   if (name.size() > 255) {
     size_t keep = 255 - ns.size() - pv.size() - 2;
@@ -111,6 +102,16 @@ inline std::string VolumeDirName(const std::string& ns, const std::string& claim
 // The PV name for a claim: "pvc-<claim uid>", as Kubernetes' external provisioners name them.
 inline std::string VolumeNameFor(const std::string& claim_uid) { return "pvc-" + claim_uid; }
 inline std::string VolumeNameFor(const Claim& claim) { return VolumeNameFor(claim.meta.uid); }
+
+// The node a claim's volume goes to: the scheduler's choice (WaitForFirstConsumer classes),
+// else our annotation or kubevirt's; "" when it names none.
+inline std::string ClaimNode(const Claim& claim) {
+  for (const char* key : {ann::kSelectedNode, ann::kNode, ann::kKubevirtNode}) {
+    auto it = claim.meta.annotations.find(key);
+    if (it != claim.meta.annotations.end() && !it->second.empty()) return it->second;
+  }
+  return "";
+}
 
 // Does the claim ask for our provisioner? (the PV controller's annotation, or its beta twin)
 inline bool ClaimIsOurs(const Config& cfg, const Claim& claim) {
@@ -126,11 +127,19 @@ struct ClassParameters {
   int uid = -1, gid = -1;  // owner of new directories; -1 = root as created
   bool has_mode = false;
   unsigned mode = 0;       // octal mode of new directories, overrides the configured default
+  bool local = false;      // volumeType local: a `local` PV rather than a hostPath one
+  std::string root;        // pvDir, else PV_DIR: where the class's volumes are made
 };
 
+// May volumes be made under, and removed from, `path`? PV_DIR and ALLOWED_PV_DIRS only.
+inline bool IsConfiguredRoot(const Config& cfg, const std::string& path) {
+  return path == cfg.pv_dir || std::find(cfg.allowed_pv_dirs.begin(), cfg.allowed_pv_dirs.end(), path) != cfg.allowed_pv_dirs.end();
+}
+
 // Parses the class's parameters; an unknown key or a bad value is an error message.
-inline std::string ParseClassParameters(const StorageClass& sc, ClassParameters* out) {
+inline std::string ParseClassParameters(const Config& cfg, const StorageClass& sc, ClassParameters* out) {
   using reconcile_detail::ParseUnsigned;
+  out->root = cfg.pv_dir;
   for (const auto& [key, value] : sc.parameters) {
     unsigned long v = 0;
     if (key == "uid" || key == "gid") {
@@ -143,8 +152,19 @@ inline std::string ParseClassParameters(const StorageClass& sc, ClassParameters*
       if (v & 04000) return "parameter mode=\"" + value + "\" sets the set-user-ID bit (04000), which this provisioner refuses";
       out->has_mode = true;
       out->mode = static_cast<unsigned>(v);
+    } else if (key == "volumeType") {
+      if (value != "hostPath" && value != "local") return "parameter volumeType=\"" + value + "\" must be hostPath or local";
+      out->local = value == "local";
+    } else if (key == "pvDir") {
+      std::string dirs = cfg.pv_dir;
+      for (const std::string& d : cfg.allowed_pv_dirs) dirs += ", " + d;
+      if (!NormaliseAbsolute(value, &out->root))
+        return "parameter pvDir=\"" + value + "\" is not an absolute path without \"..\"";
+      if (!IsConfiguredRoot(cfg, out->root))
+        return "parameter pvDir=\"" + value + "\" is not a directory this provisioner may use (" + dirs +
+               "): add it to ALLOWED_PV_DIRS and mount it into the provisioner's pod at the same path";
     } else {
-      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid and mode)";
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType and pvDir)";
     }
   }
   return "";
@@ -158,11 +178,16 @@ inline std::string ReclaimPolicyFor(const Config& cfg, const StorageClass& sc) {
   return "Delete";
 }
 
-// The PV for a claim; its capacity is the claim's request, as the API server wrote it.
-inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc) {
+// The PV for a claim; its capacity is the claim's request, as the API server wrote it. In
+// node-aware mode it is pinned to this node and says so; a `local` one to the claim's node.
+inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc, const ClassParameters& params) {
   Volume v;
   v.meta.name = VolumeNameFor(claim);
   v.meta.annotations[ann::kProvisionedBy] = cfg.provisioner_name;
+  v.meta.annotations[ann::kPvDir] = params.root;
+  if (!cfg.node_name.empty()) v.meta.annotations[ann::kNode] = cfg.node_name;
+  v.node = !cfg.node_name.empty() ? cfg.node_name : params.local ? ClaimNode(claim) : "";
+  v.local = params.local;
   v.meta.finalizers = {ann::kProvisionerFinalizer};
   v.capacity = claim.storage_request;
   v.access_modes = claim.access_modes;
@@ -172,8 +197,8 @@ inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageCl
   v.mount_options = sc.mount_options;
   v.has_claim_ref = true;
   v.claim_ref = {claim.meta.namespace_, claim.meta.name, claim.meta.uid};
-  v.host_path = cfg.pv_dir + "/" + VolumeDirName(claim.meta.namespace_, claim.meta.name, v.meta.name);
-  v.host_path_type = "Directory";
+  v.host_path = params.root + "/" + VolumeDirName(claim.meta.namespace_, claim.meta.name, v.meta.name);
+  v.host_path_type = params.local ? "" : "Directory";
   return v;
 }
 
@@ -215,6 +240,18 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
     case ClaimStage::kNotPending: return Nothing("phase is " + claim.phase);
     case ClaimStage::kWaitsForVolume: break;
   }
+  const char* failed = reason::kProvisioningFailed;
+  const std::string node = ClaimNode(claim);
+  if (!cfg.node_name.empty()) {  // node-aware: every instance sees every claim; one acts
+    if (node.empty()) {
+      Action a = Fail(failed, "this provisioner runs on every node and the claim names none: add the annotation " +
+                                  std::string(ann::kNode) + "=<node name> to the claim, or use a StorageClass with "
+                                  "volumeBindingMode WaitForFirstConsumer", false);
+      a.once = true;
+      return a;
+    }
+    if (node != cfg.node_name) return Nothing("for node " + node);
+  }
   if (existing != nullptr && existing->claim_ref.uid == claim.meta.uid)
     return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
   if (existing != nullptr)
@@ -222,7 +259,6 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
                 "a PersistentVolume named " + existing->meta.name + " already exists and is not the one this provisioner "
                 "made for this claim (claim uid \"" + existing->claim_ref.uid + "\", path \"" + existing->host_path +
                 "\"); delete it if it is stale");
-  const char* failed = reason::kProvisioningFailed;
   // A claim's class cannot be changed: one without a class waits for nothing.
   if (claim.storage_class_name.empty())
     return Fail(failed, "the claim names no StorageClass (spec.storageClassName), but is annotated for " +
@@ -239,18 +275,26 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   if (claim.has_data_source)
     return Fail(failed, "spec.dataSource (cloning, snapshots) is not supported: remove it to get an empty volume");
   ClassParameters params;
-  if (std::string err = ParseClassParameters(*sc, &params); !err.empty())
-    return Fail(failed, "StorageClass " + sc->meta.name + ": " + err + "; fix the class and recreate it");
+  if (std::string err = ParseClassParameters(cfg, *sc, &params); !err.empty()) {
+    Action a = Fail(failed, "StorageClass " + sc->meta.name + ": " + err + "; fix the class and recreate it");
+    a.reschedule = !cfg.node_name.empty();
+    return a;
+  }
+  if (params.local && node.empty())
+    return Fail(failed, "StorageClass " + sc->meta.name + " makes local volumes, which must name their node: use "
+                        "volumeBindingMode WaitForFirstConsumer, or add the annotation " + std::string(ann::kNode) +
+                        "=<node name> to the claim", false);
   if (claim.storage_request.empty())
     return Fail(failed, "spec.resources.requests.storage is missing: say how much storage the claim needs");
   if (Result<int64_t> bytes = QuantityToBytes(claim.storage_request); !bytes.ok())
     return Fail(failed, "storage request: " + bytes.status().message());
   if (VolumeDirName(claim.meta.namespace_, claim.meta.name, VolumeNameFor(claim)).empty() ||
-      !reconcile_detail::SafeNamePart(claim.meta.uid, 128))
+      !IsDnsName(claim.meta.uid, 128))
     return Fail(failed, "namespace, name or uid is not a valid Kubernetes name; refusing to make a path of it");
   Action a;
   a.kind = Action::kProvision;
-  a.volume = BuildVolume(cfg, claim, *sc);
+  a.volume = BuildVolume(cfg, claim, *sc, params);
+  a.root = params.root;
   a.dir_name = VolumeDirName(claim.meta.namespace_, claim.meta.name, a.volume.meta.name);
   a.dir_mode = params.has_mode ? params.mode : cfg.dir_mode;
   a.uid = params.uid;
@@ -272,6 +316,10 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
   using reconcile_detail::Nothing;
   auto by = v.meta.annotations.find(ann::kProvisionedBy);
   if (by == v.meta.annotations.end() || by->second != cfg.provisioner_name) return Nothing("not provisioned by us");
+  auto made_on = v.meta.annotations.find(ann::kNode);
+  const std::string node = made_on == v.meta.annotations.end() ? "" : made_on->second;
+  if (node != cfg.node_name)
+    return Nothing(node.empty() ? "made by a single-node instance" : "made on node " + node);
   bool finalizer = HasFinalizer(v.meta, ann::kProvisionerFinalizer);
   if (v.meta.deleting && !finalizer) return Nothing("being deleted; nothing of ours holds it");
   bool released = v.phase == "Released" || v.phase == "Failed";
@@ -295,13 +343,20 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
     return Fail(failed, "volume name " + v.meta.name + " is not \"pvc-\" and the uid of its claim (" + v.claim_ref.uid +
                             "), as this provisioner names volumes; refusing to delete anything. Remove the data and "
                             "the PV by hand if intended");
-  std::string expected = cfg.pv_dir + "/" + dir;
+  auto made_in = v.meta.annotations.find(ann::kPvDir);
+  const std::string root = made_in == v.meta.annotations.end() ? cfg.pv_dir : made_in->second;
+  if (!IsConfiguredRoot(cfg, root))
+    return Fail(failed, "volume " + v.meta.name + " was made under " + root + ", which is not PV_DIR or one of "
+                        "ALLOWED_PV_DIRS; refusing to delete anything. Configure that directory again, or remove the "
+                        "data and the PV by hand");
+  std::string expected = root + "/" + dir;
   if (v.host_path != expected)
     return Fail(failed, "hostPath \"" + v.host_path + "\" is not where this provisioner put volume " + v.meta.name +
                             " (" + expected + "); refusing to delete it. Remove the data and the PV by hand if intended");
   Action a;
   a.kind = Action::kDelete;
   a.dir_name = dir;
+  a.root = root;
   return a;
 }
 
@@ -317,7 +372,8 @@ inline void KeepOnly(std::map<std::string, std::string>* m, const std::vector<st
 }  // namespace reconcile_detail
 
 inline void SlimForCache(Claim* c) {
-  reconcile_detail::KeepOnly(&c->meta.annotations, {ann::kStorageProvisioner, ann::kBetaStorageProvisioner, ann::kSelectedNode});
+  reconcile_detail::KeepOnly(&c->meta.annotations, {ann::kStorageProvisioner, ann::kBetaStorageProvisioner,
+                                                    ann::kSelectedNode, ann::kNode, ann::kKubevirtNode});
   c->meta.labels.clear();
   c->meta.finalizers.clear();
   if (!c->volume_name.empty()) {
@@ -329,7 +385,7 @@ inline void SlimForCache(Claim* c) {
 }
 
 inline void SlimForCache(Volume* v) {
-  reconcile_detail::KeepOnly(&v->meta.annotations, {ann::kProvisionedBy});
+  reconcile_detail::KeepOnly(&v->meta.annotations, {ann::kProvisionedBy, ann::kNode, ann::kPvDir});
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();
@@ -340,7 +396,7 @@ inline void SlimForCache(Volume* v) {
   // a later version (which the watch brings whole) says otherwise. The claim's uid and the path
   // stay: a claim checks that the volume of its name is its own, a deletion looks for other
   // volumes that use its directory.
-  if (v->meta.annotations.empty() || (v->phase == "Bound" && !v->meta.deleting)) {
+  if (!v->meta.annotations.count(ann::kProvisionedBy) || (v->phase == "Bound" && !v->meta.deleting)) {
     v->claim_ref.namespace_.clear();
     v->claim_ref.name.clear();
     v->host_path_type.clear();

@@ -56,6 +56,11 @@ class EventRecorder {
   void Warning(const Involved& obj, const std::string& reason, const std::string& message) {
     Enqueue({obj, "Warning", reason, message});
   }
+  // A warning that every instance of a DaemonSet may send: it is named after what it says,
+  // so the API server keeps the first one made and refuses the others (409).
+  void WarningOnce(const Involved& obj, const std::string& reason, const std::string& message) {
+    Enqueue({obj, "Warning", reason, message, true});
+  }
 
  private:
   static constexpr size_t kQueued = 1000;
@@ -63,6 +68,7 @@ class EventRecorder {
   struct Pending {
     Involved obj;
     std::string type, reason, message;
+    bool once = false;
   };
 
   void Enqueue(Pending p) {
@@ -102,6 +108,11 @@ class EventRecorder {
   // expired meanwhile (events live an hour) is made anew.
   void Record(const Pending& p) {
     const std::string key = KeyOf(p), now = logging::UtcNow(0);
+    if (p.once) {
+      Status s = api_.CreateEvent(NewEvent(p, now));
+      if (!s.ok() && s.code() != Status::kConflict) LogWarn("event " + p.reason + " on " + p.obj.name + " not recorded: " + s.message());
+      return;
+    }
     Status s = Status::NotFound("");
     if (auto it = seen_.find(key); it != seen_.end()) {
       Event e = it->second;
@@ -123,11 +134,14 @@ class EventRecorder {
     // Cluster-scoped objects' events go to "default", as Kubernetes' recorder does.
     e.meta.namespace_ = p.obj.namespace_.empty() ? "default" : p.obj.namespace_;
     char suffix[32];
-    std::snprintf(suffix, sizeof suffix, ".%llx",
-                  static_cast<unsigned long long>(
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-                          .count()));
-    e.meta.name = p.obj.name + suffix;
+    unsigned long long id = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+    if (p.once) {  // FNV-1a of what the event says: the same name on every instance
+      id = 14695981039346656037ULL;
+      for (char c : KeyOf(p)) id = (id ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    }
+    std::snprintf(suffix, sizeof suffix, ".%llx", id);
+    e.meta.name = p.obj.name.substr(0, 200) + suffix;
     e.involved_kind = p.obj.kind;
     e.involved_namespace = p.obj.namespace_;
     e.involved_name = p.obj.name;

@@ -97,3 +97,30 @@ TEST_CASE("--help lists every setting with its variable and default", "[config]"
   REQUIRE(c.ok());
   CHECK(c->show_help);
 }
+
+TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
+  Result<Config> c = Parse({}, {{"NODE_NAME", "worker-1.lan"}, {"ALLOWED_PV_DIRS", "/mnt/ssd,/mnt/hdd/,/srv//pv"}});
+  REQUIRE(c.ok());
+  CHECK(c->node_name == "worker-1.lan");
+  CHECK(c->allowed_pv_dirs == std::vector<std::string>{"/mnt/ssd", "/mnt/hdd", "/srv/pv"});
+  CHECK(Parse({}).value().node_name.empty());
+  CHECK(Parse({}, {{"ALLOWED_PV_DIRS", ""}}).value().allowed_pv_dirs.empty());
+  struct Row {
+    std::map<std::string, std::string> env;
+    const char* says;
+  } bad[] = {
+      {{{"NODE_NAME", "Worker_1"}}, "NODE_NAME (--node-name) must be a node name"},
+      {{{"NODE_NAME", "a/b"}}, "must be a node name"},
+      {{{"ALLOWED_PV_DIRS", "/mnt/ssd,relative"}}, "ALLOWED_PV_DIRS (--allowed-pv-dirs) must list absolute paths"},
+      {{{"ALLOWED_PV_DIRS", "/mnt/../etc"}}, "must list absolute paths"},
+      {{{"ALLOWED_PV_DIRS", "/"}}, "other than \"/\""},
+      {{{"ALLOWED_PV_DIRS", "/a,,/b"}}, "not \"\""},
+      {{{"NODE_NAME", "n1"}, {"LEADER_ELECT", "true"}}, "cannot be used with NODE_NAME"},
+  };
+  for (const Row& r : bad) {
+    INFO(r.says);
+    Result<Config> got = Parse({}, r.env);
+    REQUIRE_FALSE(got.ok());
+    CHECK_THAT(got.status().message(), Catch::Contains(r.says));
+  }
+}

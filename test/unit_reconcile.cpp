@@ -378,3 +378,166 @@ TEST_CASE("a PV found after AlreadyExists is ours only if it is the one we would
     CHECK_FALSE(IsVolumeWeMade(v, built));
   }
 }
+
+// --- node-aware mode (NODE_NAME), volume types and per-class roots ---
+
+namespace {
+
+Config NodeConfig(const std::string& node) {
+  Config c = TestConfig();
+  c.node_name = node;
+  return c;
+}
+
+Volume ReleasedVolumeOf(const Action& provisioned) {
+  Volume v = provisioned.volume;
+  v.phase = "Released";
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("node-aware: an instance provisions only claims for its own node", "[reconcile][node]") {
+  StorageClass sc = OurClass();
+  for (const char* key : {ann::kSelectedNode, ann::kNode, ann::kKubevirtNode}) {
+    INFO(key);
+    Claim claim = OurClaim();
+    claim.meta.annotations[key] = "node-a";
+    Action a = DecideClaim(NodeConfig("node-a"), claim, &sc, nullptr);
+    REQUIRE(a.kind == Action::kProvision);
+    const Volume& v = a.volume;
+    CHECK(v.node == "node-a");
+    CHECK(v.meta.annotations.at(ann::kNode) == "node-a");
+    CHECK(v.meta.annotations.at(ann::kPvDir) == "/var/kubernetes");
+    CHECK_FALSE(v.local);
+    CHECK(DecideClaim(NodeConfig("node-b"), claim, &sc, nullptr).kind == Action::kNothing);
+  }
+  // The scheduler's choice wins over an annotation of ours.
+  Claim both = OurClaim();
+  both.meta.annotations[ann::kSelectedNode] = "node-b";
+  both.meta.annotations[ann::kNode] = "node-a";
+  CHECK(DecideClaim(NodeConfig("node-a"), both, &sc, nullptr).kind == Action::kNothing);
+  CHECK(DecideClaim(NodeConfig("node-b"), both, &sc, nullptr).kind == Action::kProvision);
+}
+
+TEST_CASE("node-aware: a claim naming no node gets one shared warning, not retried", "[reconcile][node]") {
+  StorageClass sc = OurClass();
+  Claim claim = OurClaim();
+  Action a = DecideClaim(NodeConfig("node-a"), claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kFail);
+  CHECK(a.once);
+  CHECK_FALSE(a.retry);
+  CHECK_THAT(a.message, Catch::Contains(ann::kNode) && Catch::Contains("WaitForFirstConsumer"));
+  // Every instance says exactly the same, so that they make one event between them.
+  CHECK(DecideClaim(NodeConfig("node-b"), claim, &sc, nullptr).message == a.message);
+  // A claim for another node is left alone even when its class is missing: no event storm.
+  claim.meta.annotations[ann::kSelectedNode] = "node-b";
+  CHECK(DecideClaim(NodeConfig("node-a"), claim, nullptr, nullptr).kind == Action::kNothing);
+}
+
+TEST_CASE("single-node mode ignores node annotations for hostPath volumes", "[reconcile][node]") {
+  StorageClass sc = OurClass();
+  Claim claim = OurClaim();
+  claim.meta.annotations[ann::kSelectedNode] = "node-b";
+  Action a = DecideClaim(TestConfig(), claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.volume.node.empty());
+  CHECK(a.volume.meta.annotations.count(ann::kNode) == 0);
+}
+
+TEST_CASE("volumeType local: a local PV pinned to the claim's node", "[reconcile][node]") {
+  StorageClass sc = OurClass();
+  sc.parameters["volumeType"] = "local";
+  Claim claim = OurClaim();
+  Action none = DecideClaim(TestConfig(), claim, &sc, nullptr);
+  REQUIRE(none.kind == Action::kFail);
+  CHECK_THAT(none.message, Catch::Contains("local volumes, which must name their node"));
+  claim.meta.annotations[ann::kSelectedNode] = "node-a";
+  Action a = DecideClaim(TestConfig(), claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.volume.local);
+  CHECK(a.volume.node == "node-a");
+  CHECK(a.volume.host_path_type.empty());
+  CHECK(a.volume.meta.annotations.count(ann::kNode) == 0);  // made by the single instance
+  sc.parameters["volumeType"] = "nfs";
+  Action bad = DecideClaim(TestConfig(), claim, &sc, nullptr);
+  REQUIRE(bad.kind == Action::kFail);
+  CHECK_THAT(bad.message, Catch::Contains("volumeType=\"nfs\" must be hostPath or local"));
+}
+
+TEST_CASE("pvDir: a class's root must be PV_DIR or one of ALLOWED_PV_DIRS", "[reconcile][roots]") {
+  Config cfg = TestConfig();
+  cfg.allowed_pv_dirs = {"/mnt/ssd", "/mnt/hdd"};
+  StorageClass sc = OurClass();
+  Claim claim = OurClaim();
+  sc.parameters["pvDir"] = "/mnt/ssd/";
+  Action a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.root == "/mnt/ssd");
+  CHECK(a.volume.host_path == "/mnt/ssd/" + a.dir_name);
+  CHECK(a.volume.meta.annotations.at(ann::kPvDir) == "/mnt/ssd");
+  struct Row {
+    const char* value;
+    const char* says;
+  } refused[] = {{"mnt/ssd", "not an absolute path"},
+                 {"/mnt/ssd/../../etc", "not an absolute path"},
+                 {"/mnt", "not a directory this provisioner may use"},
+                 {"/mnt/ssd/sub", "not a directory this provisioner may use"},
+                 {"/etc", "not a directory this provisioner may use"}};
+  for (const Row& r : refused) {
+    INFO(r.value);
+    sc.parameters["pvDir"] = r.value;
+    Action f = DecideClaim(cfg, claim, &sc, nullptr);
+    REQUIRE(f.kind == Action::kFail);
+    CHECK_THAT(f.message, Catch::Contains(r.says));
+    CHECK_FALSE(f.reschedule);  // single-node mode: there is no other node to try
+    f = DecideClaim(NodeConfig("node-a"), [&] { Claim c = claim; c.meta.annotations[ann::kSelectedNode] = "node-a"; return c; }(), &sc, nullptr);
+    CHECK(f.reschedule);
+  }
+}
+
+TEST_CASE("deletion: only the instance of the node a PV was made on, under a configured root", "[reconcile][node]") {
+  StorageClass sc = OurClass();
+  Claim claim = OurClaim();
+  claim.meta.annotations[ann::kSelectedNode] = "node-a";
+  Volume made_on_a = ReleasedVolumeOf(DecideClaim(NodeConfig("node-a"), claim, &sc, nullptr));
+  Action del = DecideVolume(NodeConfig("node-a"), made_on_a);
+  REQUIRE(del.kind == Action::kDelete);
+  CHECK(del.root == "/var/kubernetes");
+  CHECK(DecideVolume(NodeConfig("node-b"), made_on_a).kind == Action::kNothing);
+  CHECK(DecideVolume(TestConfig(), made_on_a).kind == Action::kNothing);
+  Volume single = ReleasedVolumeOf(DecideClaim(TestConfig(), OurClaim(), &sc, nullptr));
+  CHECK(DecideVolume(TestConfig(), single).kind == Action::kDelete);
+  CHECK(DecideVolume(NodeConfig("node-a"), single).kind == Action::kNothing);
+  // A PV made before pv-dir was recorded belongs to PV_DIR.
+  single.meta.annotations.erase(ann::kPvDir);
+  CHECK(DecideVolume(TestConfig(), single).kind == Action::kDelete);
+
+  // Under another root: only while that root is configured, and only at the recomputed path.
+  Config cfg = TestConfig();
+  cfg.allowed_pv_dirs = {"/mnt/ssd"};
+  sc.parameters["pvDir"] = "/mnt/ssd";
+  Volume on_ssd = ReleasedVolumeOf(DecideClaim(cfg, OurClaim(), &sc, nullptr));
+  Action ssd = DecideVolume(cfg, on_ssd);
+  REQUIRE(ssd.kind == Action::kDelete);
+  CHECK(ssd.root == "/mnt/ssd");
+  Action unconfigured = DecideVolume(TestConfig(), on_ssd);
+  REQUIRE(unconfigured.kind == Action::kFail);
+  CHECK_THAT(unconfigured.message, Catch::Contains("not PV_DIR or one of ALLOWED_PV_DIRS"));
+  // A PV whose recorded root was edited to another configured root: the path no longer matches.
+  cfg.allowed_pv_dirs.push_back("/mnt/hdd");
+  on_ssd.meta.annotations[ann::kPvDir] = "/mnt/hdd";
+  CHECK(DecideVolume(cfg, on_ssd).kind == Action::kFail);
+  on_ssd.meta.annotations[ann::kPvDir] = "/";
+  CHECK(DecideVolume(cfg, on_ssd).kind == Action::kFail);
+}
+
+TEST_CASE("local volumes are deleted like hostPath ones", "[reconcile][node]") {
+  StorageClass sc = OurClass();
+  sc.parameters["volumeType"] = "local";
+  Claim claim = OurClaim();
+  claim.meta.annotations[ann::kSelectedNode] = "node-a";
+  Volume v = ReleasedVolumeOf(DecideClaim(NodeConfig("node-a"), claim, &sc, nullptr));
+  REQUIRE(v.local);
+  CHECK(DecideVolume(NodeConfig("node-a"), v).kind == Action::kDelete);
+}
