@@ -1,0 +1,251 @@
+// End to end, node-aware mode: several instances of the real binary, each with its own
+// NODE_NAME and root (as the DaemonSet runs them, one per node), against one fake API server
+// with the DaemonSet's RBAC. Checked through the API (PVs, claims, events) and on disk.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <memory>
+
+#include "harness.hpp"
+
+using namespace harness;
+using std::chrono::seconds;
+
+namespace {
+
+constexpr const char* kClaims = "/api/v1/namespaces/default/persistentvolumeclaims/";
+
+// One fake API server with the DaemonSet's RBAC, and a root directory per node.
+struct Nodes {
+  TempDir tmp;
+  std::unique_ptr<FakeApi> api;
+  std::map<std::string, std::unique_ptr<Provisioner>> instances;
+
+  Nodes() {
+    ::setenv("RBAC_YAML", "manifests/daemonset/rbac.yaml", 1);
+    api = std::make_unique<FakeApi>(tmp.path() + "/api");
+    ::unsetenv("RBAC_YAML");
+    api->CreateYaml(ClassYaml("hostpath", "Delete"));
+  }
+  std::string Root(const std::string& node) { return tmp.path() + "/" + node; }
+  void Start(const std::string& node, std::map<std::string, std::string> env = {}) {
+    ::mkdir(Root(node).c_str(), 0755);
+    env.emplace("NODE_NAME", node);
+    instances[node] = std::make_unique<Provisioner>(*api, Root(node), env);
+  }
+  void Claim(const std::string& name, const std::string& cls, const std::string& ann_key = "",
+             const std::string& node = "") {
+    std::string yaml = ClaimYaml("default", name, cls);
+    if (!ann_key.empty())
+      yaml.replace(yaml.find("\n  namespace:"), 0, "\n  annotations:\n    " + ann_key + ": " + node);
+    api->CreateYaml(yaml);
+  }
+  // What the scheduler does for a WaitForFirstConsumer claim once a pod using it is placed.
+  void SelectNode(const std::string& claim, const std::string& node) {
+    Reply r = api->Call("PATCH", kClaims + claim,
+                        "{\"metadata\":{\"annotations\":{\"volume.kubernetes.io/selected-node\":\"" + node + "\"}}}",
+                        "application/merge-patch+json");
+    REQUIRE(r.code == 200);
+  }
+  picojson::value ClaimJson(const std::string& name) { return api->Claim("default", name); }
+  std::string VolumeOf(const std::string& claim) {
+    picojson::value c = ClaimJson(claim);
+    return c.is<picojson::object>() && c.get("spec").get("volumeName").is<std::string>()
+               ? c.get("spec").get("volumeName").to_str()
+               : "";
+  }
+  bool WaitBound(const std::string& claim) { return Eventually([&] { return Phase(ClaimJson(claim)) == "Bound"; }); }
+  int Events(const std::string& claim, const std::string& reason, const std::string& part = "") {
+    int n = 0;
+    for (const auto& e : api->EventsAbout("default", claim))
+      if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) ++n;
+    return n;
+  }
+};
+
+// The node a PV's required node affinity names ("" when it has none, or another shape).
+std::string AffinityNode(const picojson::value& pv) {
+  const picojson::value& terms = pv.get("spec").get("nodeAffinity").get("required").get("nodeSelectorTerms");
+  if (!terms.is<picojson::array>() || terms.get<picojson::array>().size() != 1) return "";
+  const picojson::value& exprs = terms.get(0).get("matchExpressions");
+  if (!exprs.is<picojson::array>() || exprs.get<picojson::array>().size() != 1) return "";
+  const picojson::value& e = exprs.get(0);
+  if (e.get("key").to_str() != "kubernetes.io/hostname" || e.get("operator").to_str() != "In") return "";
+  const picojson::value& values = e.get("values");
+  return values.is<picojson::array>() && values.get<picojson::array>().size() == 1 ? values.get(0).to_str() : "";
+}
+
+std::string Annotation(const picojson::value& obj, const std::string& key) {
+  const picojson::value& v = obj.get("metadata").get("annotations").get(key);
+  return v.is<std::string>() ? v.get<std::string>() : "";
+}
+
+std::string WffcClassYaml(const std::string& name, const std::string& params = "") {
+  std::string yaml = ClassYaml(name, "Delete", "hostpath-provisioner.io/hostpath", params);
+  yaml.replace(yaml.find("Immediate"), 9, "WaitForFirstConsumer");
+  return yaml;
+}
+
+}  // namespace
+
+TEST_CASE("three instances: each provisions and removes only its own node's volumes", "[e2e][nodes]") {
+  Nodes n;
+  for (const char* node : {"node-a", "node-b", "node-c"}) n.Start(node);
+  n.Claim("a1", "hostpath", "hostpath-provisioner.io/node", "node-a");
+  n.Claim("a2", "hostpath", "hostpath-provisioner.io/node", "node-a");
+  n.Claim("b1", "hostpath", "kubevirt.io/provisionOnNode", "node-b");
+  n.Claim("c1", "hostpath", "hostpath-provisioner.io/node", "node-c");
+  const std::map<std::string, std::string> node_of = {{"a1", "node-a"}, {"a2", "node-a"}, {"b1", "node-b"}, {"c1", "node-c"}};
+  for (const auto& [claim, node] : node_of) {
+    INFO(claim);
+    REQUIRE(n.WaitBound(claim));
+    picojson::value pv = n.api->Volume(n.VolumeOf(claim));
+    CHECK(AffinityNode(pv) == node);
+    CHECK(Annotation(pv, "hostpath-provisioner.io/node") == node);
+    CHECK(Annotation(pv, "hostpath-provisioner.io/pv-dir") == n.Root(node));
+    std::string dir = n.Root(node) + "/default-" + claim + "-" + n.VolumeOf(claim);
+    CHECK(pv.get("spec").get("hostPath").get("path").to_str() == dir);
+    CHECK(Exists(dir));
+  }
+  CHECK(ListDir(n.Root("node-a")).size() == 2);
+  CHECK(ListDir(n.Root("node-b")).size() == 1);
+  CHECK(ListDir(n.Root("node-c")).size() == 1);
+  CHECK_THAT(n.instances["node-a"]->Log(), Catch::Contains("provisioned default/a1") && !Catch::Contains("default/b1"));
+  CHECK_THAT(n.instances["node-b"]->Log(), Catch::Contains("provisioned default/b1") && !Catch::Contains("provisioned default/a1"));
+
+  // Data in b1's directory goes with its claim; a1's neighbour a2 and the other nodes stay.
+  WriteFile(n.Root("node-b") + "/default-b1-" + n.VolumeOf("b1") + "/data.txt", "pod data\n");
+  std::string b1_pv = n.VolumeOf("b1"), a1_pv = n.VolumeOf("a1");
+  REQUIRE(n.api->Delete(kClaims + std::string("b1")).code == 200);
+  REQUIRE(n.api->Delete(kClaims + std::string("a1")).code == 200);
+  CHECK(Eventually([&] { return !n.api->Volume(b1_pv).is<picojson::object>() && !n.api->Volume(a1_pv).is<picojson::object>(); }));
+  CHECK(ListDir(n.Root("node-b")).empty());
+  CHECK(ListDir(n.Root("node-a")) == std::vector<std::string>{"default-a2-" + n.VolumeOf("a2")});
+  CHECK(ListDir(n.Root("node-c")).size() == 1);
+  CHECK_THAT(n.instances["node-b"]->Log(), Catch::Contains("deleted volume " + b1_pv));
+  // The other instances never touched b1's volume (their roots differ here; on real nodes
+  // the path is the same, so only the node check keeps them off it).
+  CHECK_THAT(n.instances["node-a"]->Log(), !Catch::Contains(b1_pv));
+  CHECK_THAT(n.instances["node-c"]->Log(), !Catch::Contains(b1_pv) && !Catch::Contains(a1_pv));
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("a claim naming no node gets one warning between all instances, then its node's volume", "[e2e][nodes]") {
+  Nodes n;
+  for (const char* node : {"node-a", "node-b", "node-c"}) n.Start(node);
+  n.Claim("lost", "hostpath");
+  REQUIRE(Eventually([&] { return n.Events("lost", "ProvisioningFailed") > 0; }));
+  // Every instance has seen it by now (they all list claims at start); no more come later.
+  std::this_thread::sleep_for(seconds(2));
+  std::vector<picojson::value> events = n.api->EventsAbout("default", "lost");
+  CHECK(n.Events("lost", "ProvisioningFailed", "hostpath-provisioner.io/node=<node name>") == 1);
+  for (const auto& e : events)
+    if (e.get("reason").to_str() == "ProvisioningFailed") {
+      CHECK(e.get("type").to_str() == "Warning");
+      CHECK(e.get("count").get<double>() == 1);
+    }
+  CHECK(n.VolumeOf("lost").empty());
+  // The user follows the advice: the claim's node provisions it.
+  Reply r = n.api->Call("PATCH", kClaims + std::string("lost"),
+                        "{\"metadata\":{\"annotations\":{\"hostpath-provisioner.io/node\":\"node-b\"}}}",
+                        "application/merge-patch+json");
+  REQUIRE(r.code == 200);
+  REQUIRE(n.WaitBound("lost"));
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("lost"))) == "node-b");
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("WaitForFirstConsumer: the selected node's instance provisions; a node without one leaves the claim quietly Pending", "[e2e][nodes]") {
+  Nodes n;
+  n.api->CreateYaml(WffcClassYaml("wffc"));
+  n.Start("node-a");
+  n.Start("node-b");
+  n.Claim("w1", "wffc");
+  REQUIRE(Eventually([&] { return n.Events("w1", "WaitForFirstConsumer") > 0; }));
+  CHECK(n.VolumeOf("w1").empty());
+  n.SelectNode("w1", "node-b");
+  REQUIRE(n.WaitBound("w1"));
+  picojson::value pv = n.api->Volume(n.VolumeOf("w1"));
+  CHECK(AffinityNode(pv) == "node-b");
+  CHECK(Exists(n.Root("node-b") + "/default-w1-" + n.VolumeOf("w1")));
+  CHECK(ListDir(n.Root("node-a")).empty());
+
+  n.Claim("w2", "wffc");
+  n.SelectNode("w2", "node-z");
+  std::this_thread::sleep_for(seconds(3));
+  CHECK(Phase(n.ClaimJson("w2")) == "Pending");
+  for (const auto& e : n.api->EventsAbout("default", "w2"))
+    CHECK(e.get("source").get("component").to_str() != "hostpath-provisioner");
+  CHECK(ListDir(n.Root("node-a")).empty());
+  CHECK(ListDir(n.Root("node-b")).size() == 1);
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("pvDir classes land in their roots; local volumes; a root not allowed is refused and rescheduled", "[e2e][nodes]") {
+  Nodes n;
+  const std::string ssd = n.tmp.path() + "/ssd-a";
+  ::mkdir(ssd.c_str(), 0755);
+  n.api->CreateYaml(WffcClassYaml("fast", "  pvDir: " + ssd + "\n"));
+  n.api->CreateYaml(WffcClassYaml("pinned", "  volumeType: local\n"));
+  n.api->CreateYaml(WffcClassYaml("elsewhere", "  pvDir: /etc\n"));
+  n.Start("node-a", {{"ALLOWED_PV_DIRS", ssd}});
+
+  n.Claim("f1", "fast");
+  n.SelectNode("f1", "node-a");
+  REQUIRE(n.WaitBound("f1"));
+  picojson::value pv = n.api->Volume(n.VolumeOf("f1"));
+  std::string dir = ssd + "/default-f1-" + n.VolumeOf("f1");
+  CHECK(pv.get("spec").get("hostPath").get("path").to_str() == dir);
+  CHECK(Annotation(pv, "hostpath-provisioner.io/pv-dir") == ssd);
+  CHECK(Exists(dir));
+  CHECK(ListDir(n.Root("node-a")).empty());
+
+  n.Claim("l1", "pinned");
+  n.SelectNode("l1", "node-a");
+  REQUIRE(n.WaitBound("l1"));
+  picojson::value local = n.api->Volume(n.VolumeOf("l1"));
+  CHECK(local.get("spec").get("local").get("path").to_str() == n.Root("node-a") + "/default-l1-" + n.VolumeOf("l1"));
+  CHECK_FALSE(local.get("spec").get("hostPath").is<picojson::object>());
+  CHECK(AffinityNode(local) == "node-a");
+
+  n.Claim("e1", "elsewhere");
+  n.SelectNode("e1", "node-a");
+  REQUIRE(Eventually([&] { return n.Events("e1", "ProvisioningFailed", "not a directory this provisioner may use") > 0; }));
+  CHECK(Eventually([&] { return Annotation(n.ClaimJson("e1"), "volume.kubernetes.io/selected-node").empty(); }));
+  CHECK(n.Events("e1", "ProvisioningFailed", "asking the scheduler for another node") > 0);
+  CHECK(n.VolumeOf("e1").empty());
+
+  // Deletion goes to the recorded root.
+  std::string f1_pv = n.VolumeOf("f1");
+  REQUIRE(n.api->Delete(kClaims + std::string("f1")).code == 200);
+  CHECK(Eventually([&] { return !n.api->Volume(f1_pv).is<picojson::object>(); }));
+  CHECK_FALSE(Exists(dir));
+  CHECK(Exists(ssd));
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("an instance killed in the middle of a burst converges when restarted", "[e2e][nodes]") {
+  Nodes n;
+  n.Start("node-a");
+  n.Start("node-b");
+  const int kEach = 20;
+  for (int i = 0; i < kEach; ++i) {
+    n.Claim("a" + std::to_string(i), "hostpath", "hostpath-provisioner.io/node", "node-a");
+    n.Claim("b" + std::to_string(i), "hostpath", "hostpath-provisioner.io/node", "node-b");
+  }
+  REQUIRE(Eventually([&] { return ListDir(n.Root("node-a")).size() >= 3; }));
+  n.instances["node-a"]->process().Signal(SIGKILL);
+  n.instances["node-a"]->process().Wait();
+  n.Start("node-a");
+  for (int i = 0; i < kEach; ++i) {
+    INFO(i);
+    REQUIRE(n.WaitBound("a" + std::to_string(i)));
+    REQUIRE(n.WaitBound("b" + std::to_string(i)));
+    CHECK(Exists(n.Root("node-a") + "/default-a" + std::to_string(i) + "-" + n.VolumeOf("a" + std::to_string(i))));
+  }
+  CHECK(ListDir(n.Root("node-a")).size() == kEach);
+  CHECK(ListDir(n.Root("node-b")).size() == kEach);
+  CHECK(n.api->Denials().empty());
+}
