@@ -20,6 +20,7 @@ struct Config {
   std::string pv_dir = kDefaultPvDir;    // absolute, normalised, never "/"
   std::vector<std::string> allowed_pv_dirs;  // more roots a class's pvDir may name (normalised)
   std::string node_name;                 // "" = single-node mode; else serve this node only
+  int deleted_node_cleanup_seconds = 0;  // volumes of a Node deleted this long ago go; 0 = never
   std::string reclaim_policy;            // "", Retain or Delete; "" = the class decides
   unsigned dir_mode = 0777;              // mode of new volume directories
   std::string kubeconfig;                // "" = in-cluster
@@ -102,6 +103,10 @@ inline const std::vector<Setting>& Settings() {
          c.node_name = v;
          return "";
        }},
+      {"deleted-node-cleanup-delay", "DELETED_NODE_CLEANUP_DELAY", "0 (never)",
+       "node-aware mode: seconds after a Node object is deleted (and not made again) when the claims bound to "
+       "the volumes made on it, and then those volumes, are deleted; their data was on that node",
+       [](Config& c, const std::string& v) { return ParseInt(v, 0, 30 * 86400, c.deleted_node_cleanup_seconds); }},
       {"reclaim-policy", "PV_RECLAIM_POLICY", "(the StorageClass's reclaimPolicy)",
        "Retain or Delete: overrides the StorageClass for every volume made",
        [](Config& c, const std::string& v) -> std::string {
@@ -226,6 +231,9 @@ inline Result<Config> ParseConfig(const std::vector<std::string>& args,
       return Status::Invalid("--" + name + env + " " + err);
     }
   }
+  if (c.deleted_node_cleanup_seconds > 0 && c.node_name.empty())
+    return Status::Invalid("DELETED_NODE_CLEANUP_DELAY (--deleted-node-cleanup-delay) needs NODE_NAME (--node-name): "
+                           "only volumes made in node-aware mode name their node");
   if (c.leader_elect && !c.node_name.empty())
     return Status::Invalid("LEADER_ELECT (--leader-elect) cannot be used with NODE_NAME (--node-name): each instance "
                            "serves only its own node, so instances never contend and need no lease");

@@ -18,6 +18,7 @@ namespace api {
 inline constexpr const char* kClaims = "/api/v1/persistentvolumeclaims";
 inline constexpr const char* kVolumes = "/api/v1/persistentvolumes";
 inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses";
+inline constexpr const char* kNodes = "/api/v1/nodes";
 inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
 inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
 
@@ -103,6 +104,20 @@ class KubeApi {
     auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name,
                             RemoveAnnotationJson(c.meta.uid, key), "application/merge-patch+json");
     return Check(r, "remove annotation " + key + " from PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
+  }
+
+  // Does the Node exist? (kNotFound when it does not.)
+  Status GetNode(const std::string& name) {
+    return Check(conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json",
+                                std::chrono::seconds(30), kMaxObjectBytes),
+                 "get Node " + name);
+  }
+
+  // DELETE the claim if its uid is still `uid`. NotFound is ok (already gone).
+  Status DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid) {
+    auto r = conn_->Request("DELETE", "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name, DeleteIfUidJson(uid));
+    if (r.ok() && r->status == 404) return Status::Ok();
+    return Check(r, "delete PersistentVolumeClaim " + ns + "/" + name);
   }
 
   Status CreateEvent(const Event& e) {

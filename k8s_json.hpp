@@ -251,6 +251,8 @@ inline Status Read(const Fields& top, Event* e) {
   return Status::Ok();
 }
 
+inline Status Read(const Fields& top, Node* n) { return ReadMeta(top, &n->meta); }
+
 inline Status Read(const Fields& top, Lease* l) {
   K8S_JSON_TRY(ReadMeta(top, &l->meta));
   Fields spec(nullptr, "");
@@ -269,6 +271,7 @@ inline const char* KindOf(const Volume*) { return "PersistentVolume"; }
 inline const char* KindOf(const StorageClass*) { return "StorageClass"; }
 inline const char* KindOf(const Event*) { return "Event"; }
 inline const char* KindOf(const Lease*) { return "Lease"; }
+inline const char* KindOf(const Node*) { return "Node"; }
 
 // Parses JSON text. Errors (kInvalid): picojson's message (with its line), a number beyond a
 // double's range (picojson throws for those), or data after the value (picojson stops at the

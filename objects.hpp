@@ -79,6 +79,11 @@ struct Event {
   std::string source_component;
 };
 
+// A core/v1 Node: only whether it exists matters.
+struct Node {
+  ObjectMeta meta;
+};
+
 // A coordination.k8s.io/v1 Lease, for leader election.
 struct Lease {
   ObjectMeta meta;

@@ -384,6 +384,8 @@ inline void SlimForCache(Claim* c) {
   }
 }
 
+inline void SlimForCache(Node* n) { n->meta = ObjectMeta{n->meta.name, "", n->meta.uid, n->meta.resource_version}; }
+
 inline void SlimForCache(Volume* v) {
   reconcile_detail::KeepOnly(&v->meta.annotations, {ann::kProvisionedBy, ann::kNode, ann::kPvDir});
   v->meta.labels.clear();
