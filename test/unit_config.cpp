@@ -104,6 +104,8 @@ TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
   CHECK(c->node_name == "worker-1.lan");
   CHECK(c->allowed_pv_dirs == std::vector<std::string>{"/mnt/ssd", "/mnt/hdd", "/srv/pv"});
   CHECK(Parse({}).value().node_name.empty());
+  CHECK(Parse({}).value().deleted_node_cleanup_seconds == 0);
+  CHECK(Parse({}, {{"NODE_NAME", "n1"}, {"DELETED_NODE_CLEANUP_DELAY", "600"}}).value().deleted_node_cleanup_seconds == 600);
   CHECK(Parse({}, {{"ALLOWED_PV_DIRS", ""}}).value().allowed_pv_dirs.empty());
   struct Row {
     std::map<std::string, std::string> env;
@@ -116,6 +118,8 @@ TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
       {{{"ALLOWED_PV_DIRS", "/"}}, "other than \"/\""},
       {{{"ALLOWED_PV_DIRS", "/a,,/b"}}, "not \"\""},
       {{{"NODE_NAME", "n1"}, {"LEADER_ELECT", "true"}}, "cannot be used with NODE_NAME"},
+      {{{"DELETED_NODE_CLEANUP_DELAY", "600"}}, "needs NODE_NAME"},
+      {{{"NODE_NAME", "n1"}, {"DELETED_NODE_CLEANUP_DELAY", "10m"}}, "DELETED_NODE_CLEANUP_DELAY (--deleted-node-cleanup-delay) must be a whole number"},
   };
   for (const Row& r : bad) {
     INFO(r.says);
