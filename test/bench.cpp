@@ -8,7 +8,11 @@
 //  - start-up with 10 000 bound claims and PVs: ready within 2 s, private memory under 32 MiB;
 //  - the stripped static binary under 6 MiB;
 //  - a burst of 1000 claims created at once, until all are Bound, against the baseline client:
-//    reported, within 2x is fine (also the deletes, until every PV and directory is gone).
+//    reported, within 2x is fine (also the deletes, until every PV and directory is gone);
+//  - node-aware mode: a burst of 300 WaitForFirstConsumer claims, 100 for each of three nodes
+//    (selected-node set at their create, as the scheduler would), on three instances with
+//    NODE_NAME node-0..2, until all are Bound, against 300 Immediate claims on one single-node
+//    instance: no slower per claim.
 // The baseline does only the irreducible work of a provisioner: for each claim, as its create
 // returns, one mkdir and one PV create; for a deletion one rmdir and one PV delete. No watches,
 // no cache, no events. Four threads (as the provisioner's default WORKERS), each with a
@@ -79,6 +83,8 @@ constexpr int kBatch = 25;                               // claims per request o
 constexpr int kBaselineThreads = 4;                      // the baseline's, as the provisioner's default WORKERS
 constexpr int kTrickle = 50;                             // claims created one at a time
 constexpr int kBurst = 1000, kRounds = 3;                // bursts, provisioner and baseline alternating
+constexpr int kNodes = 3, kNodeBurst = 300;              // node-aware instances; claims at once over them
+constexpr int kNodeRounds = 5;                           // their bursts, alternating with a single-node instance
 constexpr int kStartupPairs = 10000;                     // bound claims and PVs present at start-up
 constexpr auto kBurstLimit = std::chrono::seconds(120);  // a burst not done by then is a failure
 constexpr auto kIdleWindow = std::chrono::seconds(10);   // idle CPU and wake-ups are counted over this
@@ -785,6 +791,34 @@ int Run() {
     if (code != 0) throw Failure("the provisioner did not stop cleanly on SIGTERM (exit " + std::to_string(code) + ")");
   }
 
+  // Node-aware mode: kNodes instances (NODE_NAME node-i, a root each) and a WaitForFirstConsumer
+  // class, against one single-node instance and the Immediate class, each on a fake of its own.
+  std::printf("bench: %d rounds of %d claims at once, over %d node-aware instances and on a single-node one\n", kNodeRounds,
+              kNodeBurst, kNodes);
+  std::fflush(stdout);
+  std::vector<double> create_n, create_s, cpu_n, cpu_s;
+  {
+    Fake fake_n(work + "/api-nodes"), fake_s(work + "/api-single-node");
+    fake_n.CreateClass("hostpath-wffc", "WaitForFirstConsumer");
+    Target nodes{"node-aware", &fake_n, {}, {}, nullptr, "hostpath-wffc", kNodes};
+    std::vector<Provisioner> instances;
+    for (int i = 0; i < kNodes; ++i) {
+      std::string node = "node-" + std::to_string(i);
+      nodes.pv_dirs.push_back(MakeDir(volumes + "/pv-" + node));
+      instances.push_back(StartProvisioner(fake_n, nodes.pv_dirs.back(), work + "/provisioner-" + node + ".log",
+                                           {{"NODE_NAME", node}}));
+      nodes.provisioners.push_back(instances.back().proc->pid());
+    }
+    std::string pv_s = MakeDir(volumes + "/pv-single-node");
+    Provisioner single = StartProvisioner(fake_s, pv_s, work + "/provisioner-single-node.log");
+    Target one{"single-node", &fake_s, {pv_s}, {single.proc->pid()}};
+    Alternate(nodes, one, kNodeBurst, kNodeRounds, [&](const Target& t, bool create, const Burst& b) {
+      if (!create) return;
+      (t.nodes > 0 ? create_n : create_s).push_back(b.seconds);
+      (t.nodes > 0 ? cpu_n : cpu_s).push_back(b.cpu_seconds);
+    });
+  }
+
   // Start-up with kStartupPairs bound claims and their PVs already there.
   std::printf("bench: start-up with %d bound claims and PVs\n", kStartupPairs);
   std::fflush(stdout);
@@ -837,6 +871,13 @@ int Run() {
           Fmt("%.3f", creates.cpu_seconds * 1000 / static_cast<double>(burst_volumes)) +
               Fmt(" / %.3f s", deletes.cpu_seconds * 1000 / static_cast<double>(burst_volumes)));
   rep.Add("provisioner peak VmRSS in a burst (sampled)", MiB(std::max(creates.peak_rss_kib, deletes.peak_rss_kib)));
+  rep.Section(std::to_string(kNodeBurst) + " claims at once, node-aware (" + std::to_string(kNodes) +
+              " instances, WaitForFirstConsumer, " + std::to_string(kNodeBurst / kNodes) +
+              " per node) / single-node (Immediate), " + std::to_string(create_n.size()) + " rounds (medians)");
+  double nodes_ratio = median(create_n) / median(create_s);
+  rep.Add("create until all Bound: node-aware / single-node",
+          Fmt("%.3f", median(create_n)) + Fmt(" / %.3f s", median(create_s)) + Fmt(" = %.2fx", nodes_ratio), "<= 1x per claim",
+          nodes_ratio <= 1);
   rep.Section("idle (from 1 s after /readyz, no claims)");
   rep.Add("VmRSS (resident)", MiB(idle_mem.rss_kib), "< 6 MiB", idle_mem.rss_kib < 6 * 1024);
   rep.Add("RssAnon (private)", MiB(idle_mem.anon_kib), "< 2 MiB", idle_mem.anon_kib < 2 * 1024);
@@ -858,15 +899,19 @@ int Run() {
   rep.Add("load average before / after", Fmt("%.2f", load_before) + Fmt(" / %.2f", load_after));
   rep.Print();
 
-  picojson::array cp, cb, dp, db;
-  for (double x : create_p) cp.push_back(picojson::value(x));
-  for (double x : create_b) cb.push_back(picojson::value(x));
-  for (double x : delete_p) dp.push_back(picojson::value(x));
-  for (double x : delete_b) db.push_back(picojson::value(x));
-  json["create_seconds_provisioner"] = picojson::value(cp);
-  json["create_seconds_baseline"] = picojson::value(cb);
-  json["delete_seconds_provisioner"] = picojson::value(dp);
-  json["delete_seconds_baseline"] = picojson::value(db);
+  auto array = [](const std::vector<double>& v) {
+    picojson::array a;
+    for (double x : v) a.push_back(picojson::value(x));
+    return picojson::value(a);
+  };
+  json["create_seconds_provisioner"] = array(create_p);
+  json["create_seconds_baseline"] = array(create_b);
+  json["delete_seconds_provisioner"] = array(delete_p);
+  json["delete_seconds_baseline"] = array(delete_b);
+  json["create_seconds_node_aware"] = array(create_n);  // kNodeBurst claims over kNodes instances
+  json["create_seconds_single_node"] = array(create_s);
+  json["create_cpu_seconds_node_aware"] = array(cpu_n);  // the instances' together
+  json["create_cpu_seconds_single_node"] = array(cpu_s);
   json["binary_bytes"] = picojson::value(static_cast<double>(st.st_size));
   json["cpus"] = picojson::value(static_cast<double>(cpus));
   json["figures"] = rep.Json();
