@@ -222,10 +222,13 @@ inline ClaimStage StageOf(const Config& cfg, const Claim& claim) {
 }
 
 // Could DecideClaim do anything for this claim, whatever its class and volume? Only a claim
-// of ours that waits for a volume: the controller hands no other claim to a worker (a watch
-// event of a bound or deleted claim wakes nobody).
+// of ours that waits for a volume and, in node-aware mode, is for this node or names none: the
+// controller hands no other claim to a worker (a watch event of a bound or deleted claim, or
+// of another node's, wakes nobody).
 inline bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim) {
-  return StageOf(cfg, claim) == ClaimStage::kWaitsForVolume;
+  if (StageOf(cfg, claim) != ClaimStage::kWaitsForVolume) return false;
+  const std::string node = ClaimNode(claim);
+  return cfg.node_name.empty() || node.empty() || node == cfg.node_name;  // another node's: not ours to look at
 }
 
 // What to do for a claim. `sc` is its class (nullptr if not in the cache); `existing` is the

@@ -418,6 +418,11 @@ TEST_CASE("node-aware: an instance provisions only claims for its own node", "[r
   both.meta.annotations[ann::kNode] = "node-a";
   CHECK(DecideClaim(NodeConfig("node-a"), both, &sc, nullptr).kind == Action::kNothing);
   CHECK(DecideClaim(NodeConfig("node-b"), both, &sc, nullptr).kind == Action::kProvision);
+  // Another node's claims are not even handed to a worker; one naming no node is (its warning).
+  CHECK_FALSE(ClaimMayNeedVolume(NodeConfig("node-a"), both));
+  CHECK(ClaimMayNeedVolume(NodeConfig("node-b"), both));
+  CHECK(ClaimMayNeedVolume(NodeConfig("node-a"), OurClaim()));
+  CHECK(ClaimMayNeedVolume(TestConfig(), both));
 }
 
 TEST_CASE("node-aware: a claim naming no node gets one shared warning, not retried", "[reconcile][node]") {
