@@ -20,7 +20,8 @@ struct Config {
   std::string pv_dir = kDefaultPvDir;    // absolute, normalised, never "/"
   std::vector<std::string> allowed_pv_dirs;  // more roots a class's pvDir may name (normalised)
   std::string node_name;                 // "" = single-node mode; else serve this node only
-  int deleted_node_cleanup_seconds = 0;  // volumes of a Node deleted this long ago go; 0 = never
+  int deleted_node_cleanup_seconds = 0;
+  bool require_mount = false;            // default of the class parameter requireMount  // volumes of a Node deleted this long ago go; 0 = never
   std::string reclaim_policy;            // "", Retain or Delete; "" = the class decides
   unsigned dir_mode = 0777;              // mode of new volume directories
   std::string kubeconfig;                // "" = in-cluster
@@ -107,6 +108,10 @@ inline const std::vector<Setting>& Settings() {
        "node-aware mode: seconds after a Node object is deleted (and not made again) when the claims bound to "
        "the volumes made on it, and then those volumes, are deleted; their data was on that node",
        [](Config& c, const std::string& v) { return ParseInt(v, 0, 30 * 86400, c.deleted_node_cleanup_seconds); }},
+      {"require-mount", "REQUIRE_MOUNT", "false",
+       "default of the StorageClass parameter requireMount: make and remove volumes only while a filesystem is "
+       "mounted at their root (for a network share mounted on every node)",
+       [](Config& c, const std::string& v) { return ParseBool(v, c.require_mount); }},
       {"reclaim-policy", "PV_RECLAIM_POLICY", "(the StorageClass's reclaimPolicy)",
        "Retain or Delete: overrides the StorageClass for every volume made",
        [](Config& c, const std::string& v) -> std::string {

@@ -313,7 +313,7 @@ class Controller {
       if (c.volume_name.empty()) pending_uids.insert(c.meta.uid);
     });
     bool complete = true;
-    for (const Root* root : roots_->Opened()) complete = ScanOrphans(w, *root, pending_uids) && complete;
+    for (const Roots::Ref& root : roots_->Opened()) complete = ScanOrphans(w, *root, pending_uids) && complete;
     return complete;
   }
   bool ScanOrphans(Worker& w, const Root& root, const std::unordered_set<std::string>& pending_uids) {
@@ -456,8 +456,12 @@ class Controller {
   Outcome Provision(Worker& w, const Claim& claim, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string path = a.root + "/" + a.dir_name;
-    Result<const Root*> root = roots_->Get(a.root);
+    Result<Roots::Ref> root = roots_->Get(a.root);
     if (!root.ok()) return ProvisionFailed(w, claim, "cannot use " + a.root + ": " + root.status().message(), true);
+    if (a.require_mount) {
+      if (Status s = (*root)->FilesystemMounted(); !s.ok())
+        return ProvisionFailed(w, claim, "requireMount: " + s.message() + "; nothing made until it is", true);
+    }
     if (Status s = (*root)->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
       const std::string hint = FixHint(s);
       const int e = s.sys_errno();
@@ -581,8 +585,12 @@ class Controller {
     if (!other.empty())
       return DeleteFailed(v, "PersistentVolume " + other + " also uses " + path +
                                  "; refusing to delete its data (delete that volume first, or remove the data by hand)");
-    Result<const Root*> root = roots_->Get(a.root);
+    Result<Roots::Ref> root = roots_->Get(a.root);
     if (!root.ok()) return DeleteFailed(v, "cannot use " + a.root + ": " + root.status().message() + "; will retry");
+    if (a.require_mount) {
+      if (Status s = (*root)->FilesystemMounted(); !s.ok())
+        return DeleteFailed(v, "requireMount: " + s.message() + "; nothing removed until it is (will retry)");
+    }
     if (Status s = (*root)->RemoveTree(a.dir_name); !s.ok()) {
       const std::string hint = FixHint(s);
       return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");

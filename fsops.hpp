@@ -198,6 +198,33 @@ inline std::string UnescapeMountPath(const std::string& text) {
   return out;
 }
 
+// Calls fn(root, mount_point) for each line of /proc/self/mountinfo, in order (a later line
+// is mounted over an earlier one at the same point); fn returns false to stop. False when the
+// file cannot be read.
+template <class Fn>
+bool ForEachMount(Fn fn) {
+  FILE* mountinfo = fopen("/proc/self/mountinfo", "re");
+  if (mountinfo == nullptr) return false;
+  char* line = nullptr;
+  size_t cap = 0;
+  while (getline(&line, &cap, mountinfo) > 0) {
+    // "36 35 98:0 /mnt1 /mnt/parent rw ..." : the fourth field is the root of the mount
+    // within its filesystem, the fifth the mount point.
+    std::string fields[5];
+    const char* p = line;
+    for (int i = 0; i < 5 && *p; ++i) {
+      const char* end = std::strchr(p, ' ');
+      if (end == nullptr) end = p + std::strlen(p);
+      fields[i] = UnescapeMountPath(std::string(p, end));
+      p = *end ? end + 1 : end;
+    }
+    if (!fn(fields[3], fields[4])) break;
+  }
+  free(line);
+  fclose(mountinfo);
+  return true;
+}
+
 // Is anything mounted below the open directory dir_fd, as this process sees the mounts
 // (/proc/self/mountinfo)? Answers true also when that cannot be found out.
 inline bool MountsBelow(int dir_fd) {
@@ -206,26 +233,12 @@ inline bool MountsBelow(int dir_fd) {
   ssize_t n = readlink(link.c_str(), buf, sizeof buf);
   if (n <= 0 || n >= static_cast<ssize_t>(sizeof buf) || buf[0] != '/') return true;
   const std::string prefix = std::string(buf, static_cast<size_t>(n)) + "/";
-  FILE* mountinfo = fopen("/proc/self/mountinfo", "re");
-  if (mountinfo == nullptr) return true;
   bool found = false;
-  char* line = nullptr;
-  size_t cap = 0;
-  while (!found && getline(&line, &cap, mountinfo) > 0) {
-    // "36 35 98:0 /mnt1 /mnt/parent rw ..." : the fifth field is the mount point.
-    std::string fields(line);
-    size_t start = 0;
-    for (int field = 0; field < 4 && start != std::string::npos; ++field) {
-      start = fields.find(' ', start);
-      if (start != std::string::npos) ++start;
-    }
-    if (start == std::string::npos) continue;
-    size_t end = fields.find(' ', start);
-    std::string mount_point = UnescapeMountPath(fields.substr(start, end == std::string::npos ? end : end - start));
-    found = mount_point.compare(0, prefix.size(), prefix) == 0;
-  }
-  free(line);
-  fclose(mountinfo);
+  if (!ForEachMount([&](const std::string&, const std::string& mount_point) {
+        found = mount_point.compare(0, prefix.size(), prefix) == 0;
+        return !found;
+      }))
+    return true;
   return found;
 }
 
@@ -693,17 +706,26 @@ class Root {
     return Status::Ok();
   }
 
-  // True if the root is a mount point: its device or mount id differs from its parent's (so a
-  // bind mount counts too). False when not, or when that cannot be found out. Used to warn
-  // when the data disk is not mounted.
-  bool IsMountPoint() const {
-    fsops_detail::Fd parent(openat(fd_, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    fsops_detail::DirId self, up;
-    if (parent.get() < 0 || fsops_detail::GetDirId(fd_, &self) != 0 ||
-        fsops_detail::GetDirId(parent.get(), &up) != 0) {
-      return false;
-    }
-    return !fsops_detail::SameMount(self, up);
+  // Ok if a filesystem is mounted at the root's path: /proc/self/mountinfo's last entry there
+  // mounts the root of a filesystem. Not a bind mount of some directory, which is what a pod
+  // sees at a hostPath volume's mount point when the host has nothing mounted there (mount the
+  // parent directory into the pod instead, with mountPropagation HostToContainer). kError
+  // saying which, else.
+  Status FilesystemMounted() const {
+    std::string root_of_mount;
+    bool listed = false;
+    if (!fsops_detail::ForEachMount([&](const std::string& root, const std::string& mount_point) {
+          if (mount_point == path_) listed = true, root_of_mount = root;
+          return true;
+        }))
+      return Status::Error("cannot read /proc/self/mountinfo to see whether " + path_ + " is mounted");
+    if (!listed) return Status::Error(fsops_detail::Printable(path_) + " is not a mount point: its filesystem is not mounted");
+    if (root_of_mount != "/")
+      return Status::Error(fsops_detail::Printable(path_) + " is a bind mount of the directory " +
+                           fsops_detail::Printable(root_of_mount) + ", not a mounted filesystem (on a node whose share is not "
+                           "mounted, a hostPath volume shows the directory beneath: mount its parent into the pod, with "
+                           "mountPropagation HostToContainer)");
+    return Status::Ok();
   }
 
  private:

@@ -85,7 +85,7 @@ inline std::string MetricsText(Controller& controller, RequestCounter& requests,
     o << p << "api_requests_total{verb=\"" << std::get<0>(k) << "\",resource=\"" << metrics_detail::Label(std::get<1>(k)) << "\",code=\""
       << std::get<2>(k) << "\"} " << n << "\n";
   std::ostringstream free, total;
-  for (const Root* root : roots.Opened()) {
+  for (const Roots::Ref& root : roots.Opened()) {
     uint64_t free_bytes = 0, total_bytes = 0;
     if (!root->Space(&free_bytes, &total_bytes).ok()) continue;
     free << p << "root_free_bytes{root=\"" << metrics_detail::Label(root->path()) << "\"} " << free_bytes << "\n";

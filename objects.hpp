@@ -109,5 +109,7 @@ inline constexpr const char* kNode = "hostpath-provisioner.io/node";
 inline constexpr const char* kKubevirtNode = "kubevirt.io/provisionOnNode";
 // On a PV: the root directory it was made under (one of the configured roots).
 inline constexpr const char* kPvDir = "hostpath-provisioner.io/pv-dir";
+// On a PV: "true" when its root must be a mounted filesystem to make or remove it (requireMount).
+inline constexpr const char* kRequireMount = "hostpath-provisioner.io/require-mount";
 inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 }  // namespace ann

@@ -34,6 +34,7 @@ struct Action {
   unsigned dir_mode = 0;    // kProvision
   int uid = -1, gid = -1;   // kProvision: owner of the directory; -1 = leave as created
   std::string root;         // kProvision/kDelete: the root directory dir_name is in
+  bool require_mount = false;  // kProvision/kDelete: only while a filesystem is mounted at root
   Volume volume;            // kProvision: the PV to create
   std::string reason;       // kFail: event reason
   std::string message;      // kFail: event message (why, and what to do)
@@ -129,6 +130,7 @@ struct ClassParameters {
   unsigned mode = 0;       // octal mode of new directories, overrides the configured default
   bool local = false;      // volumeType local: a `local` PV rather than a hostPath one
   std::string root;        // pvDir, else PV_DIR: where the class's volumes are made
+  bool require_mount = false;  // requireMount: the root must be a mounted filesystem
 };
 
 // May volumes be made under, and removed from, `path`? PV_DIR and ALLOWED_PV_DIRS only.
@@ -140,6 +142,7 @@ inline bool IsConfiguredRoot(const Config& cfg, const std::string& path) {
 inline std::string ParseClassParameters(const Config& cfg, const StorageClass& sc, ClassParameters* out) {
   using reconcile_detail::ParseUnsigned;
   out->root = cfg.pv_dir;
+  out->require_mount = cfg.require_mount;
   for (const auto& [key, value] : sc.parameters) {
     unsigned long v = 0;
     if (key == "uid" || key == "gid") {
@@ -155,6 +158,9 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
     } else if (key == "volumeType") {
       if (value != "hostPath" && value != "local") return "parameter volumeType=\"" + value + "\" must be hostPath or local";
       out->local = value == "local";
+    } else if (key == "requireMount") {
+      if (value != "true" && value != "false") return "parameter requireMount=\"" + value + "\" must be \"true\" or \"false\"";
+      out->require_mount = value == "true";
     } else if (key == "pvDir") {
       std::string dirs = cfg.pv_dir;
       for (const std::string& d : cfg.allowed_pv_dirs) dirs += ", " + d;
@@ -164,7 +170,7 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
         return "parameter pvDir=\"" + value + "\" is not a directory this provisioner may use (" + dirs +
                "): add it to ALLOWED_PV_DIRS and mount it into the provisioner's pod at the same path";
     } else {
-      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType and pvDir)";
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir and requireMount)";
     }
   }
   return "";
@@ -185,6 +191,7 @@ inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageCl
   v.meta.name = VolumeNameFor(claim);
   v.meta.annotations[ann::kProvisionedBy] = cfg.provisioner_name;
   v.meta.annotations[ann::kPvDir] = params.root;
+  if (params.require_mount) v.meta.annotations[ann::kRequireMount] = "true";
   if (!cfg.node_name.empty()) v.meta.annotations[ann::kNode] = cfg.node_name;
   v.node = !cfg.node_name.empty() ? cfg.node_name : params.local ? ClaimNode(claim) : "";
   v.local = params.local;
@@ -298,6 +305,7 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   a.kind = Action::kProvision;
   a.volume = BuildVolume(cfg, claim, *sc, params);
   a.root = params.root;
+  a.require_mount = params.require_mount;
   a.dir_name = VolumeDirName(claim.meta.namespace_, claim.meta.name, a.volume.meta.name);
   a.dir_mode = params.has_mode ? params.mode : cfg.dir_mode;
   a.uid = params.uid;
@@ -360,6 +368,8 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
   a.kind = Action::kDelete;
   a.dir_name = dir;
   a.root = root;
+  auto must_mount = v.meta.annotations.find(ann::kRequireMount);
+  a.require_mount = cfg.require_mount || (must_mount != v.meta.annotations.end() && must_mount->second == "true");
   return a;
 }
 
@@ -390,7 +400,7 @@ inline void SlimForCache(Claim* c) {
 inline void SlimForCache(Node* n) { n->meta = ObjectMeta{n->meta.name, "", n->meta.uid, n->meta.resource_version}; }
 
 inline void SlimForCache(Volume* v) {
-  reconcile_detail::KeepOnly(&v->meta.annotations, {ann::kProvisionedBy, ann::kNode, ann::kPvDir});
+  reconcile_detail::KeepOnly(&v->meta.annotations, {ann::kProvisionedBy, ann::kNode, ann::kPvDir, ann::kRequireMount});
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();

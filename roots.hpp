@@ -1,7 +1,9 @@
 // The root directories an instance may make volumes in: PV_DIR, opened at start, and
 // ALLOWED_PV_DIRS, which StorageClasses name with their pvDir parameter. Each is opened once
 // (Root::Open: O_NOFOLLOW, never a symlink) and kept open; one that cannot be opened yet (a
-// disk not mounted) is tried again when a volume needs it. Thread-safe.
+// disk not mounted) is tried again when a volume needs it, and one of ALLOWED_PV_DIRS whose
+// path names another directory since (a share mounted or unmounted there) is opened again;
+// a worker still using the old one keeps it until done. Thread-safe.
 #pragma once
 #include <map>
 #include <memory>
@@ -13,57 +15,52 @@
 
 class Roots {
  public:
-  Roots(Root primary, const std::vector<std::string>& allowed) : primary_(std::move(primary)) {
+  using Ref = std::shared_ptr<const Root>;
+
+  Roots(Root primary, const std::vector<std::string>& allowed)
+      : primary_(std::make_shared<const Root>(std::move(primary))) {
     for (const std::string& path : allowed)
-      if (path != primary_.path()) others_[path];
+      if (path != primary_->path()) others_[path];
   }
 
   // PV_DIR's root.
-  const Root& primary() const { return primary_; }
-
-  bool Allowed(const std::string& path) const { return path == primary_.path() || others_.count(path) > 0; }
+  const Root& primary() const { return *primary_; }
 
   // The open root at `path`, checked to be still at its path (Root::StillAtPath). Errors: not
-  // a configured root, cannot be opened (naming why), or moved since it was opened.
-  Result<const Root*> Get(const std::string& path) {
-    const Root* root = &primary_;
-    if (path != primary_.path()) {
+  // a configured root, cannot be opened (naming why), or PV_DIR moved since it was opened.
+  Result<Ref> Get(const std::string& path) {
+    Ref root = primary_;
+    if (path != primary_->path()) {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = others_.find(path);
-      if (it == others_.end())
-        return Status::Invalid(path + " is not PV_DIR or one of ALLOWED_PV_DIRS");
+      if (it == others_.end()) return Status::Invalid(path + " is not PV_DIR or one of ALLOWED_PV_DIRS");
+      if (it->second && !it->second->StillAtPath().ok()) it->second.reset();
       if (!it->second) {
         Result<Root> opened = Root::Open(path);
         if (!opened.ok()) return opened.status();
-        it->second = std::make_unique<Root>(std::move(*opened));
+        it->second = std::make_shared<const Root>(std::move(*opened));
       }
-      root = it->second.get();
+      root = it->second;
     }
-    if (Status s = root->StillAtPath(); !s.ok()) return s;
+    if (Status s = root->StillAtPath(); !s.ok()) return s.Wrap("PV_DIR");
     return root;
   }
 
-  // Ok while every root opened so far is still at its path (for the health check).
-  Status Check() const {
-    if (Status s = primary_.StillAtPath(); !s.ok()) return s.Wrap("PV_DIR");
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [path, root] : others_)
-      if (root)
-        if (Status s = root->StillAtPath(); !s.ok()) return s;
-    return Status::Ok();
-  }
+  // Ok while PV_DIR is still the directory opened at start (for the health check; the other
+  // roots are opened again when they move).
+  Status Check() const { return primary_->StillAtPath().Wrap("PV_DIR"); }
 
-  // The roots opened so far (for the orphan scan).
-  std::vector<const Root*> Opened() const {
-    std::vector<const Root*> out{&primary_};
+  // The roots opened so far (for the orphan scan and the metrics).
+  std::vector<Ref> Opened() const {
+    std::vector<Ref> out{primary_};
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [path, root] : others_)
-      if (root) out.push_back(root.get());
+      if (root) out.push_back(root);
     return out;
   }
 
  private:
-  const Root primary_;
+  const Ref primary_;
   mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Root>> others_;  // null until opened
+  std::map<std::string, Ref> others_;  // null until opened
 };

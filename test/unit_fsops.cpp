@@ -945,25 +945,31 @@ TEST_CASE("Space reports the filesystem of the root", "[fsops][space]") {
   CHECK(free_bytes <= total_bytes);
 }
 
-TEST_CASE("IsMountPoint tells a mounted root from a plain directory", "[fsops][mount]") {
+TEST_CASE("FilesystemMounted: a mounted filesystem, not a plain directory or a bind of one", "[fsops][mount]") {
   Sandbox box;
-  CHECK_FALSE(box.root().IsMountPoint());
+  Status plain = box.root().FilesystemMounted();
+  CHECK_FALSE(plain.ok());
+  CHECK_THAT(plain.message(), Catch::Contains("is not a mount point"));
   struct Row {
     const char* what;
     std::string source;
     const char* type;
     unsigned long flags;
+    const char* says;  // nullptr: accepted
   };
   const Row rows[] = {
-      {"tmpfs", "none", "tmpfs", 0},
-      {"bind mount of the same filesystem", box.outside(), nullptr, MS_BIND},
+      {"tmpfs", "none", "tmpfs", 0, nullptr},
+      {"bind mount of a directory", box.outside(), nullptr, MS_BIND, "is a bind mount of the directory"},
   };
   for (const Row& row : rows) {
     INFO(row.what);
     if (!box.Mount(row.source, box.root_path(), row.type, row.flags)) return;
     Result<Root> mounted = Root::Open(box.root_path());
     REQUIRE(mounted.ok());
-    CHECK(mounted->IsMountPoint());
+    Status s = mounted->FilesystemMounted();
+    CHECK(s.ok() == (row.says == nullptr));
+    if (row.says) CHECK_THAT(s.message(), Catch::Contains(row.says));
     box.Unmount(box.root_path());
   }
 }
+
