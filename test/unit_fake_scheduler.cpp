@@ -1,0 +1,269 @@
+// Tests of the fake API server's multi-node model: nodes, pods, local volumes with node
+// affinity, the scheduler's part of volume binding, and pvc-protection waiting for pods. A real
+// server on loopback, reached over verified HTTPS, as in unit_fake_apiserver.cpp.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "test/fake_apiserver.hpp"
+#include "test/fake_kubelet.hpp"
+#include "test/fake_test_client.hpp"
+
+using namespace fake_test;
+
+namespace {
+
+const std::string kNodes = "/api/v1/nodes";
+const std::string kPods = "/api/v1/namespaces/default/pods";
+
+std::vector<std::string> ItemNames(const Json& list) {
+  std::vector<std::string> names;
+  for (const Json& item : list.get("items").get<fake::JsonArray>()) names.push_back(Str(item, {"metadata", "name"}));
+  return names;
+}
+
+// The fields named in a 422's causes.
+std::vector<std::string> CauseFields(const Json& status) {
+  std::vector<std::string> fields;
+  if (const Json* causes = fake::Path(status, {"details", "causes"}))
+    for (const Json& c : causes->get<fake::JsonArray>()) fields.push_back(Str(c, {"field"}));
+  return fields;
+}
+
+}  // namespace
+
+TEST_CASE("nodes: a cluster-scoped resource with the REST semantics of the others") {
+  Server s;
+  Reply bare = Admin(s.api, "POST", kNodes, R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"}})");
+  REQUIRE(bare.code == 201);
+  CHECK(Str(bare.body, {"kind"}) == "Node");
+  CHECK(fake::Path(bare.body, {"metadata", "labels"}) == nullptr);  // nothing a kubelet would add
+  CHECK(fake::Path(bare.body, {"metadata", "namespace"}) == nullptr);
+  CHECK(!Str(bare.body, {"metadata", "uid"}).empty());
+
+  Reply registered = Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("n2", {{"zone", "a"}}));
+  REQUIRE(registered.code == 201);
+  CHECK(Str(registered.body, {"metadata", "labels", "kubernetes.io/hostname"}) == "n2");
+  CHECK(Str(registered.body, {"metadata", "labels", "kubernetes.io/os"}) == "linux");
+  // Nodes keep the status they are created with (nodeStrategy.PrepareForCreate).
+  REQUIRE(fake::Path(registered.body, {"status", "conditions"}) != nullptr);
+  CHECK(Str(registered.body.get("status").get("conditions").get(0), {"status"}) == "True");
+
+  SECTION("get, list with label selectors, create twice") {
+    CHECK(Admin(s.api, "GET", kNodes + "/n2").code == 200);
+    CHECK(ItemNames(Admin(s.api, "GET", kNodes).body) == std::vector<std::string>{"n1", "n2"});
+    CHECK(ItemNames(Admin(s.api, "GET", kNodes + "?labelSelector=zone%3Da").body) == std::vector<std::string>{"n2"});
+    CHECK(ItemNames(Admin(s.api, "GET", kNodes + "?labelSelector=!zone").body) == std::vector<std::string>{"n1"});
+    CHECK(Str(Admin(s.api, "GET", kNodes).body, {"kind"}) == "NodeList");
+    Reply again = Admin(s.api, "POST", kNodes, R"({"metadata":{"name":"n1"}})");
+    CHECK(again.code == 409);
+    CHECK(Str(again.body, {"message"}) == "nodes \"n1\" already exists");
+    Reply missing = Admin(s.api, "GET", kNodes + "/n9");
+    CHECK(missing.code == 404);
+    CHECK(Str(missing.body, {"message"}) == "nodes \"n9\" not found");
+  }
+  SECTION("names are DNS subdomains of at most 253 characters") {
+    Reply bad = Admin(s.api, "POST", kNodes, R"({"metadata":{"name":"Node_1"}})");
+    CHECK(bad.code == 422);
+    CHECK(Str(bad.body, {"reason"}) == "Invalid");
+    CHECK(CauseFields(bad.body) == std::vector<std::string>{"metadata.name"});
+    CHECK(Str(bad.body, {"message"}).rfind("Node \"Node_1\" is invalid: metadata.name: Invalid value: \"Node_1\": a lowercase RFC 1123 subdomain", 0) == 0);
+    const std::string longest = std::string(63, 'a') + "." + std::string(63, 'b') + "." + std::string(63, 'c') + "." + std::string(61, 'd');
+    REQUIRE(longest.size() == 253);
+    CHECK(Admin(s.api, "POST", kNodes, R"({"metadata":{"name":")" + longest + "\"}}").code == 201);
+    Reply too_long = Admin(s.api, "POST", kNodes, R"({"metadata":{"name":")" + longest + "e\"}}");
+    CHECK(too_long.code == 422);
+    CHECK(Str(too_long.body, {"message"}).find("must be no more than 253 characters") != std::string::npos);
+  }
+  SECTION("update and patch change the spec and labels, not the status; /status changes the status") {
+    Json node = Admin(s.api, "GET", kNodes + "/n2").body;
+    const std::string rv = Str(node, {"metadata", "resourceVersion"});
+    node.get<fake::JsonObject>()["spec"] = fake::ParseJson(R"({"unschedulable":true})").value();
+    node.get<fake::JsonObject>()["status"] = fake::ParseJson(R"({"conditions":[]})").value();
+    Reply updated = Admin(s.api, "PUT", kNodes + "/n2", node.serialize());
+    REQUIRE(updated.code == 200);
+    CHECK(Str(updated.body, {"metadata", "resourceVersion"}) != rv);
+    CHECK(updated.body.get("spec").get("unschedulable").get<bool>());
+    CHECK(updated.body.get("status").get("conditions").get<fake::JsonArray>().size() == 1);  // ignored
+    Reply stale = Admin(s.api, "PUT", kNodes + "/n2", node.serialize());  // the old resourceVersion
+    CHECK(stale.code == 409);
+
+    Reply patched = Admin(s.api, "PATCH", kNodes + "/n2", R"({"metadata":{"labels":{"zone":"b"}}})", "application/merge-patch+json");
+    REQUIRE(patched.code == 200);
+    CHECK(Str(patched.body, {"metadata", "labels", "zone"}) == "b");
+    CHECK(Str(patched.body, {"metadata", "labels", "kubernetes.io/hostname"}) == "n2");
+
+    Reply status = Admin(s.api, "PATCH", kNodes + "/n2/status",
+                         R"({"status":{"conditions":[{"type":"Ready","status":"False","reason":"KubeletNotReady"}]}})",
+                         "application/merge-patch+json");
+    REQUIRE(status.code == 200);
+    CHECK(Str(status.body.get("status").get("conditions").get(0), {"status"}) == "False");
+  }
+  SECTION("delete answers a Status (nodes do not return the deleted object); a put of a missing node is 404") {
+    Reply del = Admin(s.api, "DELETE", kNodes + "/n2");
+    CHECK(del.code == 200);
+    CHECK(Str(del.body, {"kind"}) == "Status");
+    CHECK(Str(del.body, {"status"}) == "Success");
+    CHECK(Str(del.body, {"details", "kind"}) == "nodes");
+    CHECK(Str(del.body, {"details", "name"}) == "n2");
+    CHECK(Str(del.body, {"details", "uid"}) == Str(registered.body, {"metadata", "uid"}));
+    CHECK(Admin(s.api, "GET", kNodes + "/n2").code == 404);
+    CHECK(Admin(s.api, "PUT", kNodes + "/n2", fake_kubelet::NodeJson("n2")).code == 404);
+  }
+}
+
+TEST_CASE("nodes: a watch sees them added, modified and deleted") {
+  Server s;
+  const std::string rv = Str(Admin(s.api, "GET", kNodes).body, {"metadata", "resourceVersion"});
+  REQUIRE(Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("n1")).code == 201);
+  REQUIRE(Admin(s.api, "PATCH", kNodes + "/n1", R"({"spec":{"unschedulable":true}})", "application/merge-patch+json").code == 200);
+  REQUIRE(Admin(s.api, "DELETE", kNodes + "/n1").code == 200);
+  auto events = WatchEvents(s.api, kNodes + "?watch=true&resourceVersion=" + rv, 3);
+  REQUIRE(events.size() == 3);
+  CHECK(Str(events[0], {"type"}) == "ADDED");
+  CHECK(Str(events[1], {"type"}) == "MODIFIED");
+  CHECK(Str(events[2], {"type"}) == "DELETED");
+  for (const Json& e : events) CHECK(Str(e, {"object", "kind"}) == "Node");
+  CHECK(events[1].get("object").get("spec").get("unschedulable").get<bool>());
+}
+
+TEST_CASE("nodes: the table has printNode's columns: status from the Ready condition, roles, kubelet version") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kNodes, R"({"metadata":{"name":"bare"}})").code == 201);
+  REQUIRE(Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("ready")).code == 201);
+  std::string sick = fake_kubelet::NodeJson("sick", {{"node-role.kubernetes.io/worker", ""}, {"kubernetes.io/role", "edge"},
+                                                     {"node-role.kubernetes.io/control-plane", ""}});
+  sick.replace(sick.find("\"True\""), 6, "\"False\"");
+  sick.replace(sick.find("\"metadata\""), 0, R"("spec":{"unschedulable":true},)");
+  REQUIRE(Admin(s.api, "POST", kNodes, sick).code == 201);
+
+  Reply table = TableCall(s.api, kNodes);
+  REQUIRE(table.code == 200);
+  CHECK(Str(table.body, {"kind"}) == "Table");
+  std::vector<std::string> names, priorities;
+  for (const Json& c : table.body.get("columnDefinitions").get<fake::JsonArray>()) {
+    names.push_back(Str(c, {"name"}));
+    priorities.push_back(c.get("priority").to_str());
+  }
+  CHECK(names == std::vector<std::string>{"Name", "Status", "Roles", "Age", "Version", "Internal-IP", "External-IP",
+                                          "OS-Image", "Kernel-Version", "Container-Runtime"});
+  CHECK(priorities == std::vector<std::string>{"0", "0", "0", "0", "0", "1", "1", "1", "1", "1"});
+  const auto& rows = table.body.get("rows").get<fake::JsonArray>();
+  REQUIRE(rows.size() == 3);
+  std::vector<std::vector<std::string>> cells;
+  for (const Json& r : rows) {
+    cells.push_back(Strings(r.get("cells")));
+    REQUIRE(cells.back().size() == 10);
+    CHECK(cells.back()[3].back() == 's');
+    cells.back()[3] = "age";
+  }
+  CHECK(cells[0] == std::vector<std::string>{"bare", "Unknown", "<none>", "age", "", "<none>", "<none>", "<unknown>",
+                                             "<unknown>", "<unknown>"});
+  CHECK(cells[1] == std::vector<std::string>{"ready", "Ready", "<none>", "age", "v1.32.0-fake", "<none>", "<none>",
+                                             "<unknown>", "<unknown>", "<unknown>"});
+  CHECK(cells[2] == std::vector<std::string>{"sick", "NotReady,SchedulingDisabled", "control-plane,edge,worker", "age",
+                                             "v1.32.0-fake", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"});
+}
+
+TEST_CASE("kubectl get nodes prints NAME, STATUS, ROLES, AGE, VERSION", "[kubectl]") {
+  if (std::system("command -v kubectl >/dev/null 2>&1") != 0) {
+    WARN("no kubectl on PATH: kubectl's node table not checked");
+    return;
+  }
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("worker-1")).code == 201);
+  REQUIRE(Admin(s.api, "POST", kNodes, R"({"metadata":{"name":"worker-2"}})").code == 201);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& line : Kubectl(s.api, "get nodes")) rows.push_back(Fields(line));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0] == std::vector<std::string>{"NAME", "STATUS", "ROLES", "AGE", "VERSION"});
+  REQUIRE(rows[1].size() == 5);
+  CHECK(rows[1][3].back() == 's');
+  rows[1].erase(rows[1].begin() + 3);
+  CHECK(rows[1] == std::vector<std::string>{"worker-1", "Ready", "<none>", "v1.32.0-fake"});
+  REQUIRE(rows[2].size() == 4);  // an empty VERSION
+  CHECK(rows[2][0] == "worker-2");
+  CHECK(rows[2][1] == "Unknown");
+  CHECK(rows[2][2] == "<none>");
+}
+
+TEST_CASE("RBAC: nodes are granted by ClusterRoleBindings only; pods per namespace; subresources by name") {
+  std::string dir = TempDir();
+  struct Cleanup {
+    std::string d;
+    ~Cleanup() { std::filesystem::remove_all(d); }
+  } cleanup{dir};  // destroyed after the server below
+  std::string rbac = dir + "/rbac.yaml";
+  std::ofstream(rbac) << R"(apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: node-reader}
+rules:
+- apiGroups: [""]
+  resources: ["nodes"]
+  verbs: ["get", "list", "watch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: node-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: node-reader}
+subjects:
+- {kind: ServiceAccount, name: hostpath-provisioner, namespace: kube-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: everything-on-nodes-and-pods}
+rules:
+- apiGroups: [""]
+  resources: ["nodes", "nodes/status", "pods"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: in-default, namespace: default}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: everything-on-nodes-and-pods}
+subjects:
+- {kind: ServiceAccount, name: hostpath-provisioner, namespace: kube-system}
+)";
+  fake::ApiServerOptions o;
+  o.dir = dir + "/api";
+  o.rbac_files = {rbac};
+  Server s(o);
+  REQUIRE(Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("n1")).code == 201);
+  const std::string sa = s.api.sa_token();
+  const std::string pod = R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}})";
+  struct Case {
+    const char* name;
+    std::string method, path, body;
+    int code;
+  };
+  std::vector<Case> cases = {
+      {"get a node", "GET", kNodes + "/n1", "", 200},
+      {"list nodes", "GET", kNodes, "", 200},
+      {"watch nodes", "GET", kNodes + "?watch=true&timeoutSeconds=1", "", 200},
+      // A RoleBinding grants nothing at the cluster scope, whatever its role says.
+      {"create a node: denied", "POST", kNodes, fake_kubelet::NodeJson("n2"), 403},
+      {"delete a node: denied", "DELETE", kNodes + "/n1", "", 403},
+      {"patch a node's status: denied", "PATCH", kNodes + "/n1/status", R"({"status":{}})", 403},
+      {"create a pod in default", "POST", kPods, pod, 201},
+      {"list pods in default", "GET", kPods, "", 200},
+      {"delete a pod in default (missing)", "DELETE", kPods + "/nope", "", 404},
+      {"pods in kube-system: denied", "GET", "/api/v1/namespaces/kube-system/pods", "", 403},
+      {"pods of all namespaces: denied", "GET", "/api/v1/pods", "", 403},
+      {"pod status: denied (not granted by name)", "GET", kPods + "/p/status", "", 403},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      Reply r = Call(s.api, sa, c.method, c.path, c.body, c.method == "PATCH" ? "application/merge-patch+json" : "application/json");
+      CHECK(r.code == c.code);
+    }
+  }
+  SECTION("the denial names the cluster scope") {
+    Reply r = Call(s.api, sa, "POST", kNodes, fake_kubelet::NodeJson("n2"));
+    CHECK(Str(r.body, {"message"}) ==
+          "nodes is forbidden: User \"system:serviceaccount:kube-system:hostpath-provisioner\" cannot create "
+          "resource \"nodes\" in API group \"\" at the cluster scope");
+  }
+}
