@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "test/fake_names.hpp"
+#include "test/fake_nodeselector.hpp"
 #include "test/fake_quantity.hpp"
 #include "test/fake_store.hpp"
 
@@ -75,29 +76,56 @@ inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
                         "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
     }
   }
-  static const char* kSources[] = {"hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "nfs",
-                                   "rbd", "quobyte", "cinder", "cephfs", "fc", "flocker", "flexVolume",
-                                   "azureFile", "vsphereVolume", "azureDisk", "photonPersistentDisk",
-                                   "portworxVolume", "scaleIO", "local", "storageos", "csi", "iscsi"};
-  int sources = 0;
-  for (const char* s : kSources) {
-    if (Member(spec, s) == nullptr) continue;
-    if (++sources > 1) errs.push_back(Forbidden(std::string("spec.") + s, "may not specify more than 1 volume type"));
-  }
-  if (sources == 0) errs.push_back(Required("spec", "must specify a volume type"));
-  if (const Json* hp = Member(spec, "hostPath")) {
-    std::string path = Str(*hp, {"path"});
-    if (path.empty()) errs.push_back(Required("spec.hostPath.path"));
-    if (HasBackstep(path)) errs.push_back(InvalidValue("spec.hostPath.path", path, "must not contain '..'"));
-    std::string type = Str(*hp, {"type"});
-    static const std::vector<std::string> kTypes = {"", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate",
-                                                    "File", "FileOrCreate", "Socket"};
-    if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end())
-      errs.push_back(NotSupported("spec.hostPath.type", type, kTypes));
-  }
   std::string policy = Str(spec, {"persistentVolumeReclaimPolicy"});
   if (policy != "Retain" && policy != "Delete" && policy != "Recycle")
     errs.push_back(NotSupported("spec.persistentVolumeReclaimPolicy", policy, {"Delete", "Recycle", "Retain"}));
+  // validateVolumeNodeAffinity
+  const Json* affinity = Member(spec, "nodeAffinity");
+  const bool has_affinity = affinity != nullptr && affinity->is<JsonObject>();
+  if (has_affinity) {
+    const Json* required = Member(*affinity, "required");
+    if (required != nullptr && required->is<JsonObject>())
+      ValidateNodeSelector(*required, "spec.nodeAffinity.required", errs);
+    else
+      errs.push_back(Required("spec.nodeAffinity.required", "must specify required node constraints"));
+  }
+  // The volume sources in ValidatePersistentVolumeSpec's order, each with the field its error
+  // names; only the first is validated, the others are refused (flexVolume is counted but never
+  // refused, as there).
+  static const std::pair<const char*, const char*> kSources[] = {
+      {"hostPath", "hostPath"}, {"gcePersistentDisk", "gcePersistentDisk"}, {"awsElasticBlockStore", "awsElasticBlockStore"},
+      {"glusterfs", "glusterfs"}, {"flocker", "flocker"}, {"nfs", "nfs"}, {"rbd", "rbd"}, {"quobyte", "quobyte"},
+      {"cephfs", "cephFS"}, {"iscsi", "iscsi"}, {"cinder", "cinder"}, {"fc", "fc"}, {"flexVolume", ""},
+      {"azureFile", "azureFile"}, {"vsphereVolume", "vsphereVolume"}, {"photonPersistentDisk", "photonPersistentDisk"},
+      {"portworxVolume", "portworxVolume"}, {"azureDisk", "azureDisk"}, {"scaleIO", "scaleIO"}, {"local", "local"},
+      {"storageos", "storageos"}, {"csi", "csi"}};
+  int sources = 0;
+  for (const auto& [key, field] : kSources) {
+    const Json* source = Member(spec, key);
+    if (source == nullptr || source->is<JsonNull>()) continue;
+    if (sources > 0 && *field != '\0') {
+      errs.push_back(Forbidden(std::string("spec.") + field, "may not specify more than 1 volume type"));
+      continue;
+    }
+    ++sources;
+    const std::string path = Str(*source, {"path"});
+    if (std::string(key) == "hostPath") {
+      if (path.empty()) errs.push_back(Required("spec.hostPath.path"));
+      if (HasBackstep(path)) errs.push_back(InvalidValue("spec.hostPath.path", path, "must not contain '..'"));
+      std::string type = Str(*source, {"type"});
+      static const std::vector<std::string> kTypes = {"", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate",
+                                                      "File", "FileOrCreate", "Socket"};
+      if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end())
+        errs.push_back(NotSupported("spec.hostPath.type", type, kTypes));
+    } else if (std::string(key) == "local") {  // validateLocalVolumeSource, then the affinity it needs
+      if (path.empty())
+        errs.push_back(Required("spec.local.path"));
+      else if (HasBackstep(path))
+        errs.push_back(InvalidValue("spec.local.path", path, "must not contain '..'"));
+      if (!has_affinity) errs.push_back(Required("spec.nodeAffinity", "Local volume requires node affinity"));
+    }
+  }
+  if (sources == 0) errs.push_back(Required("spec", "must specify a volume type"));
   std::string sc = Str(spec, {"storageClassName"});
   if (!sc.empty()) Append(errs, CheckSubdomain("spec.storageClassName", sc));
 }
@@ -335,7 +363,7 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
 
 // ValidatePersistentVolumeClaimUpdate / ValidatePersistentVolumeUpdate, reduced: a claim's spec is
 // immutable except resources, a first volumeName and a first storageClassName; a volume's
-// source is immutable. Empty when the update is allowed.
+// source is immutable, and so is its node affinity once set. Empty when the update is allowed.
 inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json& old_obj, const Json& new_obj) {
   std::vector<FieldError> errs;
   const Json& old_spec = admission_detail::SpecOf(old_obj);
@@ -361,6 +389,15 @@ inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json&
         break;
       }
     }
+    // Node affinity may be set once, then never changed (ValidateImmutableField at "nodeAffinity";
+    // the real message prints the new value as a Go struct, this one as JSON).
+    const Json* old_affinity = Member(old_spec, "nodeAffinity");
+    const Json* new_affinity = Member(new_spec, "nodeAffinity");
+    const bool had = old_affinity != nullptr && !old_affinity->is<JsonNull>();
+    const bool has = new_affinity != nullptr && !new_affinity->is<JsonNull>();
+    if (had && (!has || !(*old_affinity == *new_affinity)))
+      errs.push_back({"FieldValueInvalid", "nodeAffinity",
+                      "Invalid value: " + (has ? ToText(*new_affinity) : std::string("null")) + ": field is immutable"});
   }
   return errs;
 }

@@ -267,3 +267,128 @@ subjects:
           "resource \"nodes\" in API group \"\" at the cluster scope");
   }
 }
+
+namespace {
+
+// A local PV on `path`; `affinity` is the JSON of spec.nodeAffinity, or "" for none.
+std::string LocalPv(const std::string& name, const std::string& affinity, const std::string& path = "/mnt/disks/a") {
+  return R"({"apiVersion":"v1","kind":"PersistentVolume","metadata":{"name":")" + name +
+         R"("},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"local":{"path":")" + path +
+         R"("},"storageClassName":"local")" + (affinity.empty() ? "" : R"(,"nodeAffinity":)" + affinity) + "}}";
+}
+
+// A required node affinity with one term of the given matchExpressions (a JSON array).
+std::string Affinity(const std::string& expressions) {
+  return R"({"required":{"nodeSelectorTerms":[{"matchExpressions":)" + expressions + "}]}}";
+}
+
+const std::string kOnNode1 = Affinity(R"([{"key":"kubernetes.io/hostname","operator":"In","values":["n1"]}])");
+
+}  // namespace
+
+TEST_CASE("local PVs: a path without '..', and node affinity as ValidatePersistentVolumeSpec requires it") {
+  Server s;
+  SECTION("refused, with the real messages: no affinity, a selector without terms, an unknown operator") {
+    Reply none = Admin(s.api, "POST", kPvs, LocalPv("l", ""));
+    CHECK(none.code == 422);
+    CHECK(Str(none.body, {"reason"}) == "Invalid");
+    CHECK(Str(none.body, {"message"}) ==
+          "PersistentVolume \"l\" is invalid: spec.nodeAffinity: Required value: Local volume requires node affinity");
+    REQUIRE(CauseFields(none.body) == std::vector<std::string>{"spec.nodeAffinity"});
+    const Json& cause = none.body.get("details").get("causes").get(0);
+    CHECK(Str(cause, {"reason"}) == "FieldValueRequired");
+    CHECK(Str(cause, {"message"}) == "Required value: Local volume requires node affinity");
+    CHECK(Str(none.body, {"details", "kind"}) == "PersistentVolume");
+    CHECK(Str(none.body, {"details", "name"}) == "l");
+
+    Reply no_terms = Admin(s.api, "POST", kPvs, LocalPv("l", R"({"required":{"nodeSelectorTerms":[]}})"));
+    CHECK(no_terms.code == 422);
+    CHECK(Str(no_terms.body, {"message"}) ==
+          "PersistentVolume \"l\" is invalid: spec.nodeAffinity.required.nodeSelectorTerms: Required value: must have "
+          "at least one node selector term");
+
+    Reply near = Admin(s.api, "POST", kPvs, LocalPv("l", Affinity(R"([{"key":"zone","operator":"Near","values":["a"]}])")));
+    CHECK(near.code == 422);
+    CHECK(Str(near.body, {"message"}) ==
+          "PersistentVolume \"l\" is invalid: spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].operator: "
+          "Invalid value: \"Near\": not a valid selector operator");
+    CHECK(Str(near.body.get("details").get("causes").get(0), {"reason"}) == "FieldValueInvalid");
+
+    CHECK(Admin(s.api, "GET", kPvs + "/l").code == 404);
+  }
+  SECTION("accepted: a local PV with node affinity, and affinity on other volume types") {
+    Reply ok = Admin(s.api, "POST", kPvs, LocalPv("l", kOnNode1));
+    REQUIRE(ok.code == 201);
+    CHECK(Str(ok.body, {"spec", "local", "path"}) == "/mnt/disks/a");
+    CHECK(Str(ok.body.get("spec").get("nodeAffinity").get("required").get("nodeSelectorTerms").get(0)
+                  .get("matchExpressions").get(0), {"operator"}) == "In");
+    const std::string every_operator = Affinity(
+        R"([{"key":"a","operator":"NotIn","values":["x","y"]},{"key":"example.com/b","operator":"Exists"},)"
+        R"({"key":"c","operator":"DoesNotExist"},{"key":"d","operator":"Gt","values":["3"]},{"key":"e","operator":"Lt","values":["x"]}])");
+    CHECK(Admin(s.api, "POST", kPvs, LocalPv("every", every_operator, "/mnt/b")).code == 201);
+    CHECK(Admin(s.api, "POST", kPvs, Pv("hp", R"(,"nodeAffinity":)" + kOnNode1)).code == 201);
+    const std::string by_name = R"({"required":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["n1"]}]}]}})";
+    CHECK(Admin(s.api, "POST", kPvs, LocalPv("by-name", by_name, "/mnt/c")).code == 201);
+  }
+  struct Case {
+    const char* name;
+    std::string body;
+    std::vector<std::string> fields;
+    std::string message;  // of the first cause
+  };
+  const std::string terms = "spec.nodeAffinity.required.nodeSelectorTerms[0]";
+  std::vector<Case> cases = {
+      {"no path", LocalPv("l", kOnNode1, ""), {"spec.local.path"}, "Required value"},
+      {"a path with ..", LocalPv("l", kOnNode1, "/mnt/../etc"), {"spec.local.path"}, "Invalid value: \"/mnt/../etc\": must not contain '..'"},
+      {"no path and no affinity", LocalPv("l", "", ""), {"spec.local.path", "spec.nodeAffinity"}, "Required value"},
+      {"affinity without required", LocalPv("l", "{}"), {"spec.nodeAffinity.required"},
+       "Required value: must specify required node constraints"},
+      {"In without values", LocalPv("l", Affinity(R"([{"key":"a","operator":"In"}])")), {terms + ".matchExpressions[0].values"},
+       "Required value: must be specified when `operator` is 'In' or 'NotIn'"},
+      {"Exists with values", LocalPv("l", Affinity(R"([{"key":"a","operator":"Exists","values":["x"]}])")),
+       {terms + ".matchExpressions[0].values"}, "Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"},
+      {"Gt with two values", LocalPv("l", Affinity(R"([{"key":"a","operator":"Gt","values":["1","2"]}])")),
+       {terms + ".matchExpressions[0].values"}, "Required value: must be specified single value when `operator` is 'Lt' or 'Gt'"},
+      {"no operator", LocalPv("l", Affinity(R"([{"key":"a"}])")), {terms + ".matchExpressions[0].operator"},
+       "Invalid value: \"\": not a valid selector operator"},
+      {"a key that is not a qualified name", LocalPv("l", Affinity(R"([{"key":"-a","operator":"Exists"}])")),
+       {terms + ".matchExpressions[0].key"}, "Invalid value: \"-a\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"},
+      {"a field selector on a label", LocalPv("l", R"({"required":{"nodeSelectorTerms":[{"matchFields":[{"key":"zone","operator":"In","values":["a"]}]}]}})"),
+       {terms + ".matchFields[0].key"}, "Invalid value: \"zone\": not a valid field selector key"},
+      {"a local and a hostPath source", Pv("l", R"(,"local":{"path":"/y"})"), {"spec.local"},
+       "Forbidden: may not specify more than 1 volume type"},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      Reply r = Admin(s.api, "POST", kPvs, c.body);
+      CHECK(r.code == 422);
+      CHECK(CauseFields(r.body) == c.fields);
+      INFO(r.body.serialize());
+      REQUIRE(fake::Path(r.body, {"details", "causes"}) != nullptr);
+      CHECK(Str(r.body.get("details").get("causes").get(0), {"message"}) == c.message);
+    }
+  }
+}
+
+TEST_CASE("PV node affinity may be set once and then never changed, as ValidatePersistentVolumeUpdate allows") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("hp")).code == 201);
+  REQUIRE(Admin(s.api, "POST", kPvs, LocalPv("l", kOnNode1)).code == 201);
+  const std::string merge = "application/merge-patch+json";
+  Reply set = Admin(s.api, "PATCH", kPvs + "/hp", R"({"spec":{"nodeAffinity":)" + kOnNode1 + "}}", merge);
+  CHECK(set.code == 200);
+  const std::string other = Affinity(R"([{"key":"kubernetes.io/hostname","operator":"In","values":["n2"]}])");
+  for (const std::string name : {"hp", "l"}) {
+    INFO(name);
+    Reply changed = Admin(s.api, "PATCH", kPvs + "/" + name, R"({"spec":{"nodeAffinity":)" + other + "}}", merge);
+    CHECK(changed.code == 422);
+    CHECK(CauseFields(changed.body) == std::vector<std::string>{"nodeAffinity"});
+    CHECK(Str(changed.body, {"message"}).find("nodeAffinity: Invalid value: ") != std::string::npos);
+    CHECK(Str(changed.body, {"message"}).find(": field is immutable") != std::string::npos);
+  }
+  Reply removed = Admin(s.api, "PATCH", kPvs + "/hp", R"({"spec":{"nodeAffinity":null}})", merge);
+  CHECK(removed.code == 422);
+  CHECK(Str(removed.body, {"message"}) == "PersistentVolume \"hp\" is invalid: nodeAffinity: Invalid value: null: field is immutable");
+  Reply same = Admin(s.api, "PATCH", kPvs + "/l", R"({"spec":{"nodeAffinity":)" + kOnNode1 + "}}", merge);
+  CHECK(same.code == 200);
+}
