@@ -10,6 +10,7 @@
 
 #include "test/fake_names.hpp"
 #include "test/fake_nodeselector.hpp"
+#include "test/fake_pods.hpp"
 #include "test/fake_quantity.hpp"
 #include "test/fake_store.hpp"
 
@@ -358,14 +359,17 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
   if (t.plural == "events") ValidateEvent(obj, errs);
   if (t.plural == "storageclasses") ValidateStorageClass(obj, errs);
   if (t.plural == "leases") ValidateLease(obj, errs);
+  if (t.plural == "pods") ValidatePod(obj, errs);
   return errs;
 }
 
 // ValidatePersistentVolumeClaimUpdate / ValidatePersistentVolumeUpdate, reduced: a claim's spec is
 // immutable except resources, a first volumeName and a first storageClassName; a volume's
-// source is immutable, and so is its node affinity once set. Empty when the update is allowed.
+// source is immutable, and so is its node affinity once set; a pod's spec as ValidatePodUpdate
+// allows (fake_pods.hpp). Empty when the update is allowed.
 inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json& old_obj, const Json& new_obj) {
   std::vector<FieldError> errs;
+  if (t.plural == "pods") ValidatePodUpdate(old_obj, new_obj, errs);
   const Json& old_spec = admission_detail::SpecOf(old_obj);
   const Json& new_spec = admission_detail::SpecOf(new_obj);
   if (!old_spec.is<JsonObject>() || !new_spec.is<JsonObject>()) return errs;
@@ -417,6 +421,8 @@ inline void ApplyDefaults(const ResourceType& t, Json& obj) {
     JsonObject& o = obj.get<JsonObject>();
     set_if_missing(o, "reclaimPolicy", "Delete");
     set_if_missing(o, "volumeBindingMode", "Immediate");
+  } else if (t.plural == "pods") {
+    DefaultPod(obj);
   } else if (t.plural == "namespaces") {
     JsonObject& spec = Obj(obj, {"spec"});
     if (spec.count("finalizers") == 0) spec["finalizers"] = StringArray({"kubernetes"});
@@ -477,6 +483,8 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
     status["lastPhaseTransitionTime"] = Json(NowRfc3339());
     obj.get<JsonObject>()["status"] = Json(status);
     AddFinalizer(obj, kPvProtectionFinalizer);
+  } else if (t.plural == "pods") {
+    ResetPodStatus(obj);
   }
 }
 

@@ -392,3 +392,115 @@ TEST_CASE("PV node affinity may be set once and then never changed, as ValidateP
   Reply same = Admin(s.api, "PATCH", kPvs + "/l", R"({"spec":{"nodeAffinity":)" + kOnNode1 + "}}", merge);
   CHECK(same.code == 200);
 }
+
+namespace {
+
+// A pod with one container; `spec_extra` is added to its spec (JSON members after a comma).
+std::string Pod(const std::string& name, const std::string& spec_extra = "", const std::string& image = "busybox:1.36") {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"("},"spec":{"containers":[{"name":"c","image":")" + image + R"("}])" + spec_extra + "}}";
+}
+}  // namespace
+
+TEST_CASE("pods: defaults, a Pending status on create, validation, updates limited as ValidatePodUpdate limits them") {
+  Server s;
+  std::string sent = Pod("p", R"(,"nodeName":"n1","volumes":[{"name":"scratch"}])", "busybox");
+  sent.replace(sent.find("\"spec\""), 0, R"("status":{"phase":"Running"},)");
+  Reply created = Admin(s.api, "POST", kPods, sent);
+  REQUIRE(created.code == 201);
+  const Json& spec = created.body.get("spec");
+  CHECK(Str(spec, {"restartPolicy"}) == "Always");
+  CHECK(Str(spec, {"dnsPolicy"}) == "ClusterFirst");
+  CHECK(Str(spec, {"schedulerName"}) == "default-scheduler");
+  CHECK(spec.get("terminationGracePeriodSeconds").get<double>() == 30);
+  CHECK(Str(spec.get("containers").get(0), {"imagePullPolicy"}) == "Always");  // untagged
+  CHECK(Str(spec.get("containers").get(0), {"terminationMessagePath"}) == "/dev/termination-log");
+  CHECK(spec.get("volumes").get(0).get("emptyDir").is<fake::JsonObject>());
+  CHECK(Str(created.body, {"status", "phase"}) == "Pending");  // not what was sent
+  CHECK(Str(Admin(s.api, "POST", kPods, Pod("tagged", R"(,"nodeName":"n1")")).body.get("spec").get("containers").get(0),
+            {"imagePullPolicy"}) == "IfNotPresent");
+
+  SECTION("the image may change, the node may not; labels may; status only through /status") {
+    const std::string merge = "application/merge-patch+json";
+    Reply image = Admin(s.api, "PATCH", kPods + "/p", R"([{"op":"replace","path":"/spec/containers/0/image","value":"busybox:1.37"}])",
+                        "application/json-patch+json");
+    REQUIRE(image.code == 200);
+    CHECK(Str(image.body.get("spec").get("containers").get(0), {"image"}) == "busybox:1.37");
+    Reply node = Admin(s.api, "PATCH", kPods + "/p", R"({"spec":{"nodeName":"n2"}})", merge);
+    CHECK(node.code == 422);
+    CHECK(CauseFields(node.body) == std::vector<std::string>{"spec"});
+    CHECK(Str(node.body, {"message"}).rfind("Pod \"p\" is invalid: spec: Forbidden: pod updates may not change fields "
+                                            "other than `spec.containers[*].image`", 0) == 0);
+    CHECK(Admin(s.api, "PATCH", kPods + "/p", R"({"metadata":{"labels":{"app":"x"}}})", merge).code == 200);
+    CHECK(Admin(s.api, "PATCH", kPods + "/p", R"({"status":{"phase":"Running"}})", merge).body.get("status").get("phase")
+              .get<std::string>() == "Pending");
+    CHECK(Admin(s.api, "PATCH", kPods + "/p/status", R"({"status":{"phase":"Succeeded"}})", merge).body.get("status")
+              .get("phase").get<std::string>() == "Succeeded");
+  }
+  SECTION("delete answers the deleted pod; it is gone at once (no kubelet to wait for)") {
+    Reply del = Admin(s.api, "DELETE", kPods + "/p");
+    CHECK(del.code == 200);
+    CHECK(Str(del.body, {"kind"}) == "Pod");
+    CHECK(Admin(s.api, "GET", kPods + "/p").code == 404);
+  }
+  struct Case {
+    const char* name;
+    std::string body;
+    std::vector<std::string> fields;
+  };
+  std::vector<Case> cases = {
+      {"no containers", R"({"metadata":{"name":"x"},"spec":{"containers":[]}})", {"spec.containers"}},
+      {"a container without name or image", R"({"metadata":{"name":"x"},"spec":{"containers":[{}]}})",
+       {"spec.containers[0].name", "spec.containers[0].image"}},
+      {"two containers of one name", R"({"metadata":{"name":"x"},"spec":{"containers":[{"name":"c","image":"i"},{"name":"c","image":"i"}]}})",
+       {"spec.containers[1].name"}},
+      {"a claim without a name", Pod("x", R"(,"volumes":[{"name":"v","persistentVolumeClaim":{}}])"),
+       {"spec.volumes[0].persistentVolumeClaim.claimName"}},
+      {"a mount of no volume", R"({"metadata":{"name":"x"},"spec":{"containers":[{"name":"c","image":"i","volumeMounts":[{"name":"v","mountPath":"/d"}]}]}})",
+       {"spec.containers[0].volumeMounts[0].name"}},
+      {"a restart policy that is none", Pod("x", R"(,"restartPolicy":"Sometimes")"), {"spec.restartPolicy"}},
+      {"a node affinity operator that is none",
+       Pod("x", R"(,"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"a","operator":"Near"}]}]}}})"),
+       {"spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator"}},
+      {"a name that is not a DNS subdomain", Pod("X"), {"metadata.name"}},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      Reply r = Admin(s.api, "POST", kPods, c.body);
+      CHECK(r.code == 422);
+      INFO(r.body.serialize());
+      CHECK(CauseFields(r.body) == c.fields);
+    }
+  }
+}
+
+TEST_CASE("pods: a watch sees them; the table has printPod's columns") {
+  Server s;
+  const std::string rv = Str(Admin(s.api, "GET", kPods).body, {"metadata", "resourceVersion"});
+  REQUIRE(Admin(s.api, "POST", kPods, Pod("placed", R"(,"nodeName":"n1","readinessGates":[{"conditionType":"x"}])")).code == 201);
+  REQUIRE(Admin(s.api, "PATCH", kPods + "/placed/status",
+                R"({"status":{"phase":"Running","podIP":"10.0.0.7","containerStatuses":[{"name":"c","ready":true,"restartCount":2}]}})",
+                "application/merge-patch+json").code == 200);
+  REQUIRE(Admin(s.api, "DELETE", kPods + "/placed").code == 200);
+  auto events = WatchEvents(s.api, kPods + "?watch=true&resourceVersion=" + rv, 3);
+  REQUIRE(events.size() == 3);
+  CHECK(Str(events[0], {"type"}) == "ADDED");
+  CHECK(Str(events[1], {"type"}) == "MODIFIED");
+  CHECK(Str(events[1], {"object", "status", "phase"}) == "Running");
+  CHECK(Str(events[2], {"type"}) == "DELETED");
+
+  REQUIRE(Admin(s.api, "POST", kPods, Pod("placed", R"(,"nodeName":"n1","readinessGates":[{"conditionType":"x"}])")).code == 201);
+  REQUIRE(Admin(s.api, "PATCH", kPods + "/placed/status",
+                R"({"status":{"phase":"Running","podIP":"10.0.0.7","containerStatuses":[{"name":"c","ready":true,"restartCount":2}]}})",
+                "application/merge-patch+json").code == 200);
+  Reply table = TableCall(s.api, kPods + "/placed");
+  REQUIRE(table.code == 200);
+  std::vector<std::string> names;
+  for (const Json& c : table.body.get("columnDefinitions").get<fake::JsonArray>()) names.push_back(Str(c, {"name"}));
+  CHECK(names == std::vector<std::string>{"Name", "Ready", "Status", "Restarts", "Age", "IP", "Node", "Nominated Node",
+                                          "Readiness Gates"});
+  std::vector<std::string> cells = Strings(table.body.get("rows").get(0).get("cells"));
+  REQUIRE(cells.size() == 9);
+  cells[4] = "age";
+  CHECK(cells == std::vector<std::string>{"placed", "1/1", "Running", "2", "age", "10.0.0.7", "n1", "<none>", "0/1"});
+}
