@@ -29,8 +29,10 @@ class PvController {
     }
   }
 
-  // Handles every change since the last call (its own included) until nothing changes.
-  void Drain() {
+  // Handles every change since the last call (its own included) until nothing changes; true
+  // when there was any.
+  bool Drain() {
+    bool any = false;
     for (int round = 0; round < 100000; ++round) {
       bool progressed = false;
       for (Watched& w : watched_) {
@@ -47,8 +49,10 @@ class PvController {
           progressed = true;
         }
       }
-      if (!progressed) return;
+      if (!progressed) return any;
+      any = true;
     }
+    return any;
   }
 
  private:

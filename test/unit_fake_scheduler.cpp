@@ -504,3 +504,245 @@ TEST_CASE("pods: a watch sees them; the table has printPod's columns") {
   cells[4] = "age";
   CHECK(cells == std::vector<std::string>{"placed", "1/1", "Running", "2", "age", "10.0.0.7", "n1", "<none>", "0/1"});
 }
+
+namespace {
+
+// A pod that mounts the claims (volumes "v0", "v1", ...).
+std::string PodWithClaims(const std::string& name, const std::vector<std::string>& claims, const std::string& spec_extra = "") {
+  std::string volumes, mounts;
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const std::string v = "v" + std::to_string(i);
+    volumes += (i ? "," : "") + (R"({"name":")" + v + R"(","persistentVolumeClaim":{"claimName":")" + claims[i] + "\"}}");
+    mounts += (i ? "," : "") + (R"({"name":")" + v + R"(","mountPath":"/data/)" + v + "\"}");
+  }
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"("},"spec":{"containers":[{"name":"c","image":"busybox:1.36","volumeMounts":[)" + mounts + R"(]}],"volumes":[)" +
+         volumes + "]" + spec_extra + "}}";
+}
+
+const char* kWffcClass =
+    R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"wffc"},"provisioner":"example.com/hostpath","volumeBindingMode":"WaitForFirstConsumer"})";
+const char* kSelectedNode = "volume.kubernetes.io/selected-node";
+
+// A server with the WaitForFirstConsumer class "wffc", the Immediate class "hostpath" and nodes
+// registered as kubelets register them.
+struct Cluster {
+  explicit Cluster(const std::vector<std::string>& nodes) {
+    REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kWffcClass).code == 201);
+    REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
+    for (const auto& n : nodes) AddNode(n);
+  }
+  void AddNode(const std::string& name, const std::map<std::string, std::string>& labels = {}) {
+    REQUIRE(Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson(name, labels)).code == 201);
+  }
+  Json Get(const std::string& path) {
+    Reply r = Admin(s.api, "GET", path);
+    REQUIRE(r.code == 200);
+    return r.body;
+  }
+  Json Claim(const std::string& name) { return Get(kPvcs + "/" + name); }
+  Json PodNamed(const std::string& name) { return Get(kPods + "/" + name); }
+  std::string SelectedNode(const std::string& claim) { return fake::Annotation(Claim(claim), kSelectedNode); }
+  // The pod's PodScheduled condition ({} without one).
+  Json Scheduled(const std::string& pod) {
+    Json p = PodNamed(pod);
+    if (const Json* conds = fake::Path(p, {"status", "conditions"}))
+      for (const Json& c : conds->get<fake::JsonArray>())
+        if (Str(c, {"type"}) == "PodScheduled") return c;
+    return Json(fake::JsonObject());
+  }
+  // What an external provisioner does for a claim whose selected node is `node`: a PV bound to
+  // the claim by claimRef, with node affinity to the node.
+  void Provision(const std::string& claim, const std::string& node) {
+    const std::string uid = Str(Claim(claim), {"metadata", "uid"});
+    const std::string pv = R"({"metadata":{"name":"pvc-)" + uid +
+                           R"("},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],"hostPath":{"path":"/x"},)"
+                           R"("storageClassName":"wffc","persistentVolumeReclaimPolicy":"Delete","claimRef":{"namespace":"default","name":")" +
+                           claim + R"(","uid":")" + uid + R"("},"nodeAffinity":)" +
+                           Affinity(R"([{"key":"kubernetes.io/hostname","operator":"In","values":[")" + node + R"("]}])") + "}}";
+    REQUIRE(Admin(s.api, "POST", kPvs, pv).code == 201);
+  }
+  // What an external provisioner does when provisioning on the selected node failed for good.
+  void Reject(const std::string& claim) {
+    REQUIRE(Admin(s.api, "PATCH", kPvcs + "/" + claim, R"({"metadata":{"annotations":{"volume.kubernetes.io/selected-node":null}}})",
+                  "application/merge-patch+json").code == 200);
+  }
+  Server s;
+};
+
+}  // namespace
+
+TEST_CASE("scheduler: a pod's WaitForFirstConsumer claim gets the selected node; the pod is bound once the claim is") {
+  Cluster c({"n2", "n1"});
+  REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("data", "wffc")).code == 201);
+  const Json before = c.Claim("data");
+  CHECK(fake::Annotation(before, kSelectedNode).empty());
+  CHECK(fake::Annotation(before, "volume.kubernetes.io/storage-provisioner").empty());  // waits for a consumer
+  const std::string rv = Str(before, {"metadata", "resourceVersion"});
+
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
+  const Json claim = c.Claim("data");
+  CHECK(fake::Annotation(claim, kSelectedNode) == "n1");  // the first node by name
+  CHECK(std::stoull(Str(claim, {"metadata", "resourceVersion"})) > std::stoull(rv));
+  CHECK(fake::Annotation(claim, "volume.kubernetes.io/storage-provisioner") == "example.com/hostpath");  // the PV controller's
+  CHECK(Str(claim, {"status", "phase"}) == "Pending");
+  const Json pod = c.PodNamed("app");
+  CHECK(Str(pod, {"spec", "nodeName"}).empty());  // waits for the claim to be bound
+  CHECK(Str(pod, {"status", "phase"}) == "Pending");
+  CHECK(c.Scheduled("app").get<fake::JsonObject>().empty());
+
+  SECTION("a claims watch sees the scheduler's update, then the PV controller's") {
+    auto events = WatchEvents(c.s.api, kPvcs + "?watch=true&resourceVersion=" + rv, 2);
+    REQUIRE(events.size() == 2);
+    CHECK(Str(events[0], {"type"}) == "MODIFIED");
+    CHECK(fake::Annotation(events[0].get("object"), kSelectedNode) == "n1");
+    CHECK(fake::Annotation(events[0].get("object"), "volume.kubernetes.io/storage-provisioner").empty());
+    CHECK(fake::Annotation(events[1].get("object"), "volume.kubernetes.io/storage-provisioner") == "example.com/hostpath");
+  }
+  SECTION("the provisioner's PV is bound to the claim, and then the pod to the node") {
+    c.Provision("data", "n1");
+    CHECK(Str(c.Claim("data"), {"status", "phase"}) == "Bound");
+    const Json bound = c.PodNamed("app");
+    CHECK(Str(bound, {"spec", "nodeName"}) == "n1");
+    CHECK(Str(bound, {"status", "phase"}) == "Pending");  // no kubelet runs it
+    const Json cond = c.Scheduled("app");
+    CHECK(Str(cond, {"status"}) == "True");
+    CHECK(!Str(cond, {"lastTransitionTime"}).empty());
+    CHECK(fake::Annotation(c.Claim("data"), kSelectedNode) == "n1");
+  }
+  SECTION("a second pod of the same claim goes where the claim was provisioned") {
+    REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("other", {"data"})).code == 201);
+    c.Provision("data", "n1");
+    CHECK(Str(c.PodNamed("other"), {"spec", "nodeName"}) == "n1");
+    CHECK(Str(c.PodNamed("app"), {"spec", "nodeName"}) == "n1");
+  }
+}
+
+TEST_CASE("scheduler: when the provisioner removes the selected node, the next node by name is chosen") {
+  Cluster c({"n1", "n2", "n3"});
+  REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("data", "wffc")).code == 201);
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
+  REQUIRE(c.SelectedNode("data") == "n1");
+  c.Reject("data");
+  CHECK(c.SelectedNode("data") == "n2");
+  const Json failed = c.Scheduled("app");
+  CHECK(Str(failed, {"status"}) == "False");
+  CHECK(Str(failed, {"reason"}) == "SchedulerError");
+  CHECK(Str(failed, {"message"}) == "running PreBind plugin \"VolumeBinding\": binding volumes: provisioning failed for PVC \"data\"");
+  c.Reject("data");
+  CHECK(c.SelectedNode("data") == "n3");
+  c.Reject("data");
+  CHECK(c.SelectedNode("data") == "n1");  // around again
+  c.Provision("data", "n1");
+  CHECK(Str(c.PodNamed("app"), {"spec", "nodeName"}) == "n1");
+  CHECK(Str(c.Scheduled("app"), {"status"}) == "True");
+
+  SECTION("with one node, that node again") {
+    Cluster one({"only"});
+    REQUIRE(Admin(one.s.api, "POST", kPvcs, Pvc("data", "wffc")).code == 201);
+    REQUIRE(Admin(one.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
+    REQUIRE(one.SelectedNode("data") == "only");
+    one.Reject("data");
+    CHECK(one.SelectedNode("data") == "only");
+  }
+}
+
+TEST_CASE("scheduler: nodeSelector, required node affinity, cordons and taints choose among the nodes") {
+  Cluster c({"n1", "n2", "n3"});
+  REQUIRE(Admin(c.s.api, "PATCH", kNodes + "/n2", R"({"metadata":{"labels":{"disk":"ssd"}}})", "application/merge-patch+json").code == 200);
+  REQUIRE(Admin(c.s.api, "PATCH", kNodes + "/n3", R"({"metadata":{"labels":{"disk":"ssd","zone":"b"}}})", "application/merge-patch+json").code == 200);
+  for (const char* claim : {"a", "b", "c", "d"}) REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc(claim, "wffc")).code == 201);
+
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("ssd", {"a"}, R"(,"nodeSelector":{"disk":"ssd"})")).code == 201);
+  CHECK(c.SelectedNode("a") == "n2");
+  const std::string in_zone_b =
+      R"(,"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["b"]}]}]}}})";
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("zoned", {"b"}, in_zone_b)).code == 201);
+  CHECK(c.SelectedNode("b") == "n3");
+
+  REQUIRE(Admin(c.s.api, "PATCH", kNodes + "/n1", R"({"spec":{"unschedulable":true}})", "application/merge-patch+json").code == 200);
+  REQUIRE(Admin(c.s.api, "PATCH", kNodes + "/n2", R"({"spec":{"taints":[{"key":"dedicated","value":"db","effect":"NoSchedule"}]}})",
+                "application/merge-patch+json").code == 200);
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("nowhere", {"c"}, R"(,"nodeSelector":{"disk":"ssd","zone":"a"})")).code == 201);
+  CHECK(c.SelectedNode("c").empty());
+  const Json cond = c.Scheduled("nowhere");
+  CHECK(Str(cond, {"status"}) == "False");
+  CHECK(Str(cond, {"reason"}) == "Unschedulable");
+  CHECK(Str(cond, {"message"}) ==
+        "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had taint {dedicated: db}, "
+        "that the pod didn't tolerate, 1 node(s) were unschedulable.");
+  CHECK(Str(c.PodNamed("nowhere"), {"spec", "nodeName"}).empty());
+
+  const std::string tolerant = R"(,"nodeSelector":{"disk":"ssd"},"tolerations":[{"key":"dedicated","operator":"Exists"}])";
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("tolerant", {"d"}, tolerant)).code == 201);
+  CHECK(c.SelectedNode("d") == "n2");
+  // A change to the nodes lets the pod that fitted nowhere be scheduled.
+  REQUIRE(Admin(c.s.api, "PATCH", kNodes + "/n3", R"({"metadata":{"labels":{"zone":"a"}}})", "application/merge-patch+json").code == 200);
+  CHECK(c.SelectedNode("c") == "n3");
+}
+
+TEST_CASE("scheduler: unbound Immediate claims, missing claims, no nodes and no provisioner keep a pod Pending") {
+  SECTION("a claim of an Immediate class is left to the PV controller; the pod waits") {
+    Cluster c({"n1", "n2"});
+    REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("now")).code == 201);
+    REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"now"})).code == 201);
+    CHECK(c.SelectedNode("now").empty());
+    CHECK(Str(c.Scheduled("app"), {"message"}) == "0/2 nodes are available: 2 pod has unbound immediate PersistentVolumeClaims.");
+    CHECK(Str(c.Scheduled("app"), {"reason"}) == "Unschedulable");
+    // Once the PV controller binds it (to a PV without node affinity), the pod goes to the first node.
+    const std::string uid = Str(c.Claim("now"), {"metadata", "uid"});
+    REQUIRE(Admin(c.s.api, "POST", kPvs, Pv("pvc-" + uid, R"(,"claimRef":{"namespace":"default","name":"now","uid":")" + uid + "\"}")).code == 201);
+    CHECK(Str(c.PodNamed("app"), {"spec", "nodeName"}) == "n1");
+  }
+  SECTION("no nodes: no annotation, until a node comes") {
+    Cluster c({});
+    REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("data", "wffc")).code == 201);
+    REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
+    CHECK(c.SelectedNode("data").empty());
+    CHECK(Str(c.Scheduled("app"), {"reason"}) == "Unschedulable");
+    CHECK(Str(c.Scheduled("app"), {"message"}) == "no nodes available to schedule pods");
+    c.AddNode("late");
+    CHECK(c.SelectedNode("data") == "late");
+  }
+  SECTION("a claim that does not exist yet, then does") {
+    Cluster c({"n1"});
+    REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"later"})).code == 201);
+    CHECK(Str(c.Scheduled("app"), {"message"}) == "0/1 nodes are available: 1 persistentvolumeclaim \"later\" not found.");
+    REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("later", "wffc")).code == 201);
+    CHECK(c.SelectedNode("later") == "n1");
+  }
+  SECTION("a class without a provisioner (static local volumes): no node will do") {
+    Cluster c({"n1"});
+    REQUIRE(Admin(c.s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses",
+                  R"({"metadata":{"name":"local"},"provisioner":"kubernetes.io/no-provisioner","volumeBindingMode":"WaitForFirstConsumer"})").code == 201);
+    REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("data", "local")).code == 201);
+    REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
+    CHECK(c.SelectedNode("data").empty());
+    CHECK(Str(c.Scheduled("app"), {"message"}) == "0/1 nodes are available: 1 node(s) didn't find available persistent volumes to bind.");
+  }
+  SECTION("pods of another scheduler, and pods without volumes") {
+    Cluster c({"n1", "n2"});
+    REQUIRE(Admin(c.s.api, "POST", kPods, Pod("mine", R"(,"schedulerName":"my-scheduler")")).code == 201);
+    REQUIRE(Admin(c.s.api, "POST", kPods, Pod("plain")).code == 201);
+    CHECK(Str(c.PodNamed("mine"), {"spec", "nodeName"}).empty());
+    CHECK(c.Scheduled("mine").get<fake::JsonObject>().empty());
+    CHECK(Str(c.PodNamed("plain"), {"spec", "nodeName"}) == "n1");
+  }
+}
+
+TEST_CASE("scheduler: a bound claim's PV node affinity chooses the node") {
+  Cluster c({"n1", "n2"});
+  REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("data", "wffc")).code == 201);
+  REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("gone", "wffc")).code == 201);
+  c.Provision("data", "n2");  // a PV made before any pod (pre-bound to the claim by the test)
+  REQUIRE(Str(c.Claim("data"), {"status", "phase"}) == "Bound");
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
+  CHECK(Str(c.PodNamed("app"), {"spec", "nodeName"}) == "n2");
+
+  c.Provision("gone", "n9");
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("stuck", {"gone"})).code == 201);
+  CHECK(Str(c.PodNamed("stuck"), {"spec", "nodeName"}).empty());
+  CHECK(Str(c.Scheduled("stuck"), {"message"}) == "0/2 nodes are available: 2 node(s) had volume node affinity conflict.");
+  c.AddNode("n9");
+  CHECK(Str(c.PodNamed("stuck"), {"spec", "nodeName"}) == "n9");
+}
