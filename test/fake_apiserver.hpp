@@ -1,7 +1,7 @@
 // A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
 // authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
 // uses (Status bodies, resourceVersion, conflicts, finalizers, patches), watches served from a
-// bounded history as the watch cache does, the PV controller, the volume
+// bounded history as the watch cache does, the PV controller and pvc-protection, the volume
 // part of kube-scheduler (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), and test
 // controls under /fake/
 // (fault injection, dropped watches, compaction, pause, delay, token rotation, request log).
@@ -33,7 +33,8 @@
 //
 // Known differences from kube-apiserver: pods are scheduled but never run (no kubelet: a pod
 // stays Pending, and a deleted pod is removed at once rather than after its grace period; a
-// deleted claim still loses its pvc-protection finalizer at once); nodes exist only when a test makes them (fake_kubelet.hpp
+// claim being deleted keeps its pvc-protection finalizer while a scheduled pod names it, as the
+// pvcprotection controller keeps it); nodes exist only when a test makes them (fake_kubelet.hpp
 // makes one as a kubelet registers); label selectors are equality-based only;
 // deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
 #pragma once

@@ -746,3 +746,35 @@ TEST_CASE("scheduler: a bound claim's PV node affinity chooses the node") {
   c.AddNode("n9");
   CHECK(Str(c.PodNamed("stuck"), {"spec", "nodeName"}) == "n9");
 }
+
+TEST_CASE("pvc-protection: a claim being deleted keeps its finalizer while a scheduled pod uses it") {
+  Cluster c({"n1"});
+  REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("data", "wffc")).code == 201);
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
+  c.Provision("data", "n1");
+  REQUIRE(Str(c.PodNamed("app"), {"spec", "nodeName"}) == "n1");
+
+  Reply del = Admin(c.s.api, "DELETE", kPvcs + "/data");
+  CHECK(del.code == 200);
+  Json kept = c.Claim("data");
+  CHECK(!Str(kept, {"metadata", "deletionTimestamp"}).empty());
+  CHECK(fake::StringList(kept, {"metadata", "finalizers"}) == std::vector<std::string>{"kubernetes.io/pvc-protection"});
+  // The controller looks at whether the pod is scheduled, not at its phase.
+  REQUIRE(Admin(c.s.api, "PATCH", kPods + "/app/status", R"({"status":{"phase":"Succeeded"}})", "application/merge-patch+json").code == 200);
+  CHECK(Admin(c.s.api, "GET", kPvcs + "/data").code == 200);
+  // A new pod of a claim being deleted is not scheduled.
+  REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("late", {"data"})).code == 201);
+  CHECK(Str(c.Scheduled("late"), {"message"}) == "0/1 nodes are available: 1 persistentvolumeclaim \"data\" is being deleted.");
+
+  REQUIRE(Admin(c.s.api, "DELETE", kPods + "/app").code == 200);
+  CHECK(Admin(c.s.api, "GET", kPvcs + "/data").code == 404);
+  CHECK(Str(c.Scheduled("late"), {"message"}) == "0/1 nodes are available: 1 persistentvolumeclaim \"data\" not found.");
+
+  SECTION("a claim that only unscheduled pods name goes at once") {
+    REQUIRE(Admin(c.s.api, "POST", kPvcs, Pvc("other", "hostpath")).code == 201);
+    REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("waiting", {"other"})).code == 201);  // an unbound Immediate claim
+    REQUIRE(Str(c.PodNamed("waiting"), {"spec", "nodeName"}).empty());
+    REQUIRE(Admin(c.s.api, "DELETE", kPvcs + "/other").code == 200);
+    CHECK(Admin(c.s.api, "GET", kPvcs + "/other").code == 404);
+  }
+}
