@@ -1,10 +1,10 @@
 // A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
 // authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
 // uses (Status bodies, resourceVersion, conflicts, finalizers, patches), watches served from a
-// bounded history as the watch cache does, the PV controller and pvc-protection, the volume
-// part of kube-scheduler (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), and test
-// controls under /fake/
-// (fault injection, dropped watches, compaction, pause, delay, token rotation, request log).
+// bounded history as the watch cache does, the PV controller and pvc-protection, the volume part
+// of kube-scheduler (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), and test
+// controls under /fake/ (fault injection, dropped watches, compaction, pause, delay, token
+// rotation, request log).
 //
 // Usage in a test:
 //   fake::ApiServer api({.dir = tmpdir});
