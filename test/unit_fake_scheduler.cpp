@@ -168,7 +168,7 @@ TEST_CASE("nodes: the table has printNode's columns: status from the Ready condi
                                              "v1.32.0-fake", "<none>", "<none>", "<unknown>", "<unknown>", "<unknown>"});
 }
 
-TEST_CASE("kubectl get nodes prints NAME, STATUS, ROLES, AGE, VERSION", "[kubectl]") {
+TEST_CASE("kubectl get nodes prints NAME, STATUS, ROLES, AGE, VERSION; get pods -o wide the node", "[kubectl]") {
   if (std::system("command -v kubectl >/dev/null 2>&1") != 0) {
     WARN("no kubectl on PATH: kubectl's node table not checked");
     return;
@@ -188,6 +188,16 @@ TEST_CASE("kubectl get nodes prints NAME, STATUS, ROLES, AGE, VERSION", "[kubect
   CHECK(rows[2][0] == "worker-2");
   CHECK(rows[2][1] == "Unknown");
   CHECK(rows[2][2] == "<none>");
+
+  REQUIRE(Admin(s.api, "POST", kPods, R"({"metadata":{"name":"web"},"spec":{"containers":[{"name":"c","image":"nginx"}]}})").code == 201);
+  std::vector<std::vector<std::string>> pods;
+  for (const auto& line : Kubectl(s.api, "get pods -o wide")) pods.push_back(Fields(line));
+  REQUIRE(pods.size() == 2);
+  CHECK(pods[0] == std::vector<std::string>{"NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE",
+                                            "READINESS GATES"});
+  REQUIRE(pods[1].size() == 9);
+  pods[1].erase(pods[1].begin() + 4);  // the age
+  CHECK(pods[1] == std::vector<std::string>{"web", "0/1", "Pending", "0", "<none>", "worker-1", "<none>", "<none>"});
 }
 
 TEST_CASE("RBAC: nodes are granted by ClusterRoleBindings only; pods per namespace; subresources by name") {
