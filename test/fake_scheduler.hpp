@@ -69,6 +69,8 @@ class Scheduler {
           if (w.plural == "pods") {
             pending_.clear();
             for (const auto& [key, pod] : b.objects) Track(key, pod.get());
+            for (auto it = attempts_.begin(); it != attempts_.end();)
+              it = pending_.count(it->first) ? std::next(it) : attempts_.erase(it);
           }
         }
         if (w.cursor == b.NextSeq()) continue;
@@ -98,6 +100,7 @@ class Scheduler {
   };
   // What the scheduler remembers of a pod between its attempts.
   struct Attempt {
+    std::string uid;                       // of the pod (a pod made again under its name starts afresh)
     std::string assumed;                   // the node it waits for the claims of, or ""
     std::vector<std::string> provisioning;  // those claims (checkBindings' claimsToProvision)
     std::string failed;                    // the node where provisioning failed last
@@ -294,6 +297,7 @@ class Scheduler {
     JsonRef pod = s_.Ref("pods", key);  // kept alive while it is read
     if (pod == nullptr) return;
     Attempt& a = attempts_[key];
+    if (a.uid != Str(*pod, {"metadata", "uid"})) a = Attempt{Str(*pod, {"metadata", "uid"})};
     PodClaims claims;
     std::string why;
     bool error = false;
