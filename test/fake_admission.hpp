@@ -8,6 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "test/fake_names.hpp"
+#include "test/fake_nodeselector.hpp"
+#include "test/fake_pods.hpp"
 #include "test/fake_quantity.hpp"
 #include "test/fake_store.hpp"
 
@@ -17,52 +20,6 @@ inline constexpr const char* kPvcProtectionFinalizer = "kubernetes.io/pvc-protec
 inline constexpr const char* kPvProtectionFinalizer = "kubernetes.io/pv-protection";
 inline constexpr const char* kIsDefaultClass = "storageclass.kubernetes.io/is-default-class";
 inline constexpr const char* kBetaIsDefaultClass = "storageclass.beta.kubernetes.io/is-default-class";
-
-namespace admission_detail {
-
-inline const char* kSubdomainMsg =
-    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must "
-    "start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-inline const char* kLabelMsg =
-    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and "
-    "end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is "
-    "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
-
-}  // namespace admission_detail
-
-// IsDNS1123Subdomain / IsDNS1123Label: the errors for `value` at `field` (none when valid).
-// (Checked by hand: std::regex_match was a tenth of the fake's request handling.)
-namespace admission_detail {
-// [a-z0-9]([-a-z0-9]*[a-z0-9])?
-inline bool IsLabelText(std::string_view v) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (v.empty() || !alnum(v.front()) || !alnum(v.back())) return false;
-  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-'; });
-}
-// Labels joined by dots.
-inline bool IsSubdomainText(std::string_view v) {
-  for (size_t start = 0;;) {
-    size_t dot = v.find('.', start);
-    if (!IsLabelText(v.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start))) return false;
-    if (dot == std::string_view::npos) return true;
-    start = dot + 1;
-  }
-}
-}  // namespace admission_detail
-
-inline std::vector<FieldError> CheckSubdomain(const std::string& field, const std::string& value) {
-  std::vector<FieldError> errs;
-  if (value.size() > 253) errs.push_back(InvalidValue(field, value, "must be no more than 253 characters"));
-  if (!admission_detail::IsSubdomainText(value)) errs.push_back(InvalidValue(field, value, admission_detail::kSubdomainMsg));
-  return errs;
-}
-inline std::vector<FieldError> CheckLabel(const std::string& field, const std::string& value) {
-  std::vector<FieldError> errs;
-  if (value.size() > 63) errs.push_back(InvalidValue(field, value, "must be no more than 63 characters"));
-  if (!admission_detail::IsLabelText(value)) errs.push_back(InvalidValue(field, value, admission_detail::kLabelMsg));
-  return errs;
-}
 
 namespace admission_detail {
 
@@ -120,29 +77,56 @@ inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
                         "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
     }
   }
-  static const char* kSources[] = {"hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "nfs",
-                                   "rbd", "quobyte", "cinder", "cephfs", "fc", "flocker", "flexVolume",
-                                   "azureFile", "vsphereVolume", "azureDisk", "photonPersistentDisk",
-                                   "portworxVolume", "scaleIO", "local", "storageos", "csi", "iscsi"};
-  int sources = 0;
-  for (const char* s : kSources) {
-    if (Member(spec, s) == nullptr) continue;
-    if (++sources > 1) errs.push_back(Forbidden(std::string("spec.") + s, "may not specify more than 1 volume type"));
-  }
-  if (sources == 0) errs.push_back(Required("spec", "must specify a volume type"));
-  if (const Json* hp = Member(spec, "hostPath")) {
-    std::string path = Str(*hp, {"path"});
-    if (path.empty()) errs.push_back(Required("spec.hostPath.path"));
-    if (HasBackstep(path)) errs.push_back(InvalidValue("spec.hostPath.path", path, "must not contain '..'"));
-    std::string type = Str(*hp, {"type"});
-    static const std::vector<std::string> kTypes = {"", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate",
-                                                    "File", "FileOrCreate", "Socket"};
-    if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end())
-      errs.push_back(NotSupported("spec.hostPath.type", type, kTypes));
-  }
   std::string policy = Str(spec, {"persistentVolumeReclaimPolicy"});
   if (policy != "Retain" && policy != "Delete" && policy != "Recycle")
     errs.push_back(NotSupported("spec.persistentVolumeReclaimPolicy", policy, {"Delete", "Recycle", "Retain"}));
+  // validateVolumeNodeAffinity
+  const Json* affinity = Member(spec, "nodeAffinity");
+  const bool has_affinity = affinity != nullptr && affinity->is<JsonObject>();
+  if (has_affinity) {
+    const Json* required = Member(*affinity, "required");
+    if (required != nullptr && required->is<JsonObject>())
+      ValidateNodeSelector(*required, "spec.nodeAffinity.required", errs);
+    else
+      errs.push_back(Required("spec.nodeAffinity.required", "must specify required node constraints"));
+  }
+  // The volume sources in ValidatePersistentVolumeSpec's order, each with the field its error
+  // names; only the first is validated, the others are refused (flexVolume is counted but never
+  // refused, as there).
+  static const std::pair<const char*, const char*> kSources[] = {
+      {"hostPath", "hostPath"}, {"gcePersistentDisk", "gcePersistentDisk"}, {"awsElasticBlockStore", "awsElasticBlockStore"},
+      {"glusterfs", "glusterfs"}, {"flocker", "flocker"}, {"nfs", "nfs"}, {"rbd", "rbd"}, {"quobyte", "quobyte"},
+      {"cephfs", "cephFS"}, {"iscsi", "iscsi"}, {"cinder", "cinder"}, {"fc", "fc"}, {"flexVolume", ""},
+      {"azureFile", "azureFile"}, {"vsphereVolume", "vsphereVolume"}, {"photonPersistentDisk", "photonPersistentDisk"},
+      {"portworxVolume", "portworxVolume"}, {"azureDisk", "azureDisk"}, {"scaleIO", "scaleIO"}, {"local", "local"},
+      {"storageos", "storageos"}, {"csi", "csi"}};
+  int sources = 0;
+  for (const auto& [key, field] : kSources) {
+    const Json* source = Member(spec, key);
+    if (source == nullptr || source->is<JsonNull>()) continue;
+    if (sources > 0 && *field != '\0') {
+      errs.push_back(Forbidden(std::string("spec.") + field, "may not specify more than 1 volume type"));
+      continue;
+    }
+    ++sources;
+    const std::string path = Str(*source, {"path"});
+    if (std::string(key) == "hostPath") {
+      if (path.empty()) errs.push_back(Required("spec.hostPath.path"));
+      if (HasBackstep(path)) errs.push_back(InvalidValue("spec.hostPath.path", path, "must not contain '..'"));
+      std::string type = Str(*source, {"type"});
+      static const std::vector<std::string> kTypes = {"", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate",
+                                                      "File", "FileOrCreate", "Socket"};
+      if (std::find(kTypes.begin(), kTypes.end(), type) == kTypes.end())
+        errs.push_back(NotSupported("spec.hostPath.type", type, kTypes));
+    } else if (std::string(key) == "local") {  // validateLocalVolumeSource, then the affinity it needs
+      if (path.empty())
+        errs.push_back(Required("spec.local.path"));
+      else if (HasBackstep(path))
+        errs.push_back(InvalidValue("spec.local.path", path, "must not contain '..'"));
+      if (!has_affinity) errs.push_back(Required("spec.nodeAffinity", "Local volume requires node affinity"));
+    }
+  }
+  if (sources == 0) errs.push_back(Required("spec", "must specify a volume type"));
   std::string sc = Str(spec, {"storageClassName"});
   if (!sc.empty()) Append(errs, CheckSubdomain("spec.storageClassName", sc));
 }
@@ -328,44 +312,6 @@ inline std::string DecodeError(const ResourceType& t, Json& obj) {
 }
 
 namespace admission_detail {
-inline const char* kQualifiedNameMsg =
-    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric "
-    "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is "
-    "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-
-// ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]
-inline bool IsQualifiedNameText(std::string_view v) {
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); };
-  if (v.empty() || !alnum(v.front()) || !alnum(v.back())) return false;
-  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
-}
-
-// apimachinery's validation.IsQualifiedName: its messages.
-inline std::vector<std::string> QualifiedNameErrors(const std::string& value) {
-  std::vector<std::string> msgs;
-  std::string name = value;
-  size_t slashes = std::count(value.begin(), value.end(), '/');
-  if (slashes > 1)
-    return {std::string("a qualified name ") + kQualifiedNameMsg +
-            " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"};
-  if (slashes == 1) {
-    std::string prefix = value.substr(0, value.find('/'));
-    name = value.substr(value.find('/') + 1);
-    if (prefix.empty()) {
-      msgs.push_back("prefix part must be non-empty");
-    } else {
-      if (prefix.size() > 253) msgs.push_back("prefix part must be no more than 253 characters");
-      if (!IsSubdomainText(prefix)) msgs.push_back(std::string("prefix part ") + kSubdomainMsg);
-    }
-  }
-  if (name.empty()) {
-    msgs.push_back("name part must be non-empty");
-  } else if (name.size() > 63) {
-    msgs.push_back("name part must be no more than 63 characters");
-  }
-  if (!IsQualifiedNameText(name)) msgs.push_back(std::string("name part ") + kQualifiedNameMsg);
-  return msgs;
-}
 
 // metadata.finalizers: apimachinery's ValidateFinalizers (IsQualifiedName, at the list's path)
 // and core's validateKubeFinalizerName (at each item's path).
@@ -413,14 +359,17 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
   if (t.plural == "events") ValidateEvent(obj, errs);
   if (t.plural == "storageclasses") ValidateStorageClass(obj, errs);
   if (t.plural == "leases") ValidateLease(obj, errs);
+  if (t.plural == "pods") ValidatePod(obj, errs);
   return errs;
 }
 
 // ValidatePersistentVolumeClaimUpdate / ValidatePersistentVolumeUpdate, reduced: a claim's spec is
 // immutable except resources, a first volumeName and a first storageClassName; a volume's
-// source is immutable. Empty when the update is allowed.
+// source is immutable, and so is its node affinity once set; a pod's spec as ValidatePodUpdate
+// allows (fake_pods.hpp). Empty when the update is allowed.
 inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json& old_obj, const Json& new_obj) {
   std::vector<FieldError> errs;
+  if (t.plural == "pods") ValidatePodUpdate(old_obj, new_obj, errs);
   const Json& old_spec = admission_detail::SpecOf(old_obj);
   const Json& new_spec = admission_detail::SpecOf(new_obj);
   if (!old_spec.is<JsonObject>() || !new_spec.is<JsonObject>()) return errs;
@@ -444,6 +393,15 @@ inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json&
         break;
       }
     }
+    // Node affinity may be set once, then never changed (ValidateImmutableField at "nodeAffinity";
+    // the real message prints the new value as a Go struct, this one as JSON).
+    const Json* old_affinity = Member(old_spec, "nodeAffinity");
+    const Json* new_affinity = Member(new_spec, "nodeAffinity");
+    const bool had = old_affinity != nullptr && !old_affinity->is<JsonNull>();
+    const bool has = new_affinity != nullptr && !new_affinity->is<JsonNull>();
+    if (had && (!has || !(*old_affinity == *new_affinity)))
+      errs.push_back({"FieldValueInvalid", "nodeAffinity",
+                      "Invalid value: " + (has ? ToText(*new_affinity) : std::string("null")) + ": field is immutable"});
   }
   return errs;
 }
@@ -463,6 +421,8 @@ inline void ApplyDefaults(const ResourceType& t, Json& obj) {
     JsonObject& o = obj.get<JsonObject>();
     set_if_missing(o, "reclaimPolicy", "Delete");
     set_if_missing(o, "volumeBindingMode", "Immediate");
+  } else if (t.plural == "pods") {
+    DefaultPod(obj);
   } else if (t.plural == "namespaces") {
     JsonObject& spec = Obj(obj, {"spec"});
     if (spec.count("finalizers") == 0) spec["finalizers"] = StringArray({"kubernetes"});
@@ -523,6 +483,8 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
     status["lastPhaseTransitionTime"] = Json(NowRfc3339());
     obj.get<JsonObject>()["status"] = Json(status);
     AddFinalizer(obj, kPvProtectionFinalizer);
+  } else if (t.plural == "pods") {
+    ResetPodStatus(obj);
   }
 }
 

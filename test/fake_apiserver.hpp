@@ -1,8 +1,10 @@
 // A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
 // authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
 // uses (Status bodies, resourceVersion, conflicts, finalizers, patches), watches served from a
-// bounded history as the watch cache does, the PV controller, and test controls under /fake/
-// (fault injection, dropped watches, compaction, pause, delay, token rotation, request log).
+// bounded history as the watch cache does, the PV controller and pvc-protection, the volume part
+// of kube-scheduler (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), and test
+// controls under /fake/ (fault injection, dropped watches, compaction, pause, delay, token
+// rotation, request log).
 //
 // Usage in a test:
 //   fake::ApiServer api({.dir = tmpdir});
@@ -29,9 +31,12 @@
 // holding the thread, and watches (fake_watch.hpp) get what was written after each round of
 // requests.
 //
-// Known differences from kube-apiserver: namespaces need not exist; no pods are modelled (a
-// deleted claim loses its pvc-protection finalizer at once); label selectors are equality-based
-// only; deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
+// Known differences from kube-apiserver: pods are scheduled but never run (no kubelet: a pod
+// stays Pending, and a deleted pod is removed at once rather than after its grace period; a
+// claim being deleted keeps its pvc-protection finalizer while a scheduled pod names it, as the
+// pvcprotection controller keeps it); nodes exist only when a test makes them (fake_kubelet.hpp
+// makes one as a kubelet registers); label selectors are equality-based only;
+// deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
 #pragma once
 #include <sys/stat.h>
 #include <unistd.h>
@@ -53,6 +58,7 @@
 #include "test/fake_pvcontroller.hpp"
 #include "test/fake_rbac.hpp"
 #include "test/fake_requestinfo.hpp"
+#include "test/fake_scheduler.hpp"
 #include "test/fake_store.hpp"
 #include "test/fake_table.hpp"
 #include "test/fake_tls.hpp"
@@ -88,7 +94,7 @@ struct Fault {
 
 class ApiServer {
  public:
-  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_) {}
+  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), sched_(store_) {}
   ~ApiServer() { Stop(); }
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -174,10 +180,15 @@ class ApiServer {
   // The answer for the object of the last write to `plural`. Callers hold store_.mu.
   Reply AnswerWrite(int code, const std::string& plural) { return Reply(code, store_.bucket(plural).Last()->object); }
   // The event loop's background work, after each round's answers went out: the controllers
-  // react to the round's writes, as real ones react to a write after it was answered.
+  // and the scheduler react to the round's writes (and to each other's), as real ones react to
+  // a write after it was answered.
   void RunControllers() {
     Store::Lock l(store_);
-    ctl_.Drain();
+    for (bool more = true; more;) {
+      const bool controllers = ctl_.Drain();
+      const bool scheduler = sched_.Drain();
+      more = controllers || scheduler;
+    }
   }
 
   // How far Dispatch got with one request, kept between its calls.
@@ -242,6 +253,7 @@ class ApiServer {
   ApiServerOptions opts_;
   Store store_;
   PvController ctl_;
+  Scheduler sched_;
   Rbac rbac_;
   bool rbac_enabled_ = false;
   std::unique_ptr<HttpsLoop> loop_;

@@ -1,7 +1,9 @@
 // The controllers the fake runs in-process after each round's answers were sent (as real ones
 // react to a write after it was answered): the PersistentVolume controller
 // (pkg/controller/volume/persistentvolume/pv_controller.go: binding, provisioner annotation,
-// Released, Lost) and the pvc-protection / pv-protection finalizer controllers. They read the
+// Released, Lost) and the pvc-protection (pkg/controller/volume/pvcprotection: a claim being
+// deleted keeps its finalizer while a scheduled pod uses it) and pv-protection finalizer
+// controllers. They read the
 // store's history like an informer, so every change they make is an ordinary write with its own
 // watch event. Callers hold Store::mu.
 #pragma once
@@ -29,8 +31,10 @@ class PvController {
     }
   }
 
-  // Handles every change since the last call (its own included) until nothing changes.
-  void Drain() {
+  // Handles every change since the last call (its own included) until nothing changes; true
+  // when there was any.
+  bool Drain() {
+    bool any = false;
     for (int round = 0; round < 100000; ++round) {
       bool progressed = false;
       for (Watched& w : watched_) {
@@ -47,8 +51,10 @@ class PvController {
           progressed = true;
         }
       }
-      if (!progressed) return;
+      if (!progressed) return any;
+      any = true;
     }
+    return any;
   }
 
  private:
@@ -132,6 +138,12 @@ class PvController {
       if (it == by_claim_.end()) return;
       std::set<std::string> names = it->second;  // SyncVolume's writes may change the index
       for (const auto& name : names) SyncVolume(name);
+    } else if (plural == "pods") {
+      // pvc-protection: a pod that goes (or changes) may leave a claim being deleted unused.
+      for (const auto& name : PodClaimNames(*ev.object)) {
+        const Json* claim = s_.Get("persistentvolumeclaims", ObjectKey(ev.ns, name));
+        if (claim != nullptr && IsDeleting(*claim)) SyncClaim(ObjectKey(ev.ns, name));
+      }
     } else if (plural == "storageclasses" && ev.type != "DELETED") {
       for (const auto& key : Keys("persistentvolumeclaims")) {
         const Json* c = s_.Get("persistentvolumeclaims", key);
@@ -204,7 +216,7 @@ class PvController {
     if (stored == nullptr) return;
     const Json& claim = *stored;
     if (IsDeleting(claim)) {
-      // pvc-protection: no pods are modelled, so no claim is in use.
+      if (InUse(claim)) return;  // pvc-protection keeps the finalizer
       Json next = claim;
       if (RemoveFinalizer(next, kPvcProtectionFinalizer)) s_.Commit("persistentvolumeclaims", std::move(next));
       return;
@@ -233,6 +245,22 @@ class PvController {
       s_.Commit("persistentvolumeclaims", std::move(next));
       EmitOnce(claim, "Warning", "ClaimMisbound", "Two claims are bound to the same volume, this one is bound incorrectly");
     }
+  }
+
+  // pvc_protection_controller.go podUsesPVC: a pod in the claim's namespace that is scheduled
+  // (spec.nodeName set: the kubelet sees only those, and starts none whose claim is being
+  // deleted) and names the claim in a volume uses it, whatever its phase.
+  bool InUse(const Json& claim) {
+    const std::string& ns = Str(claim, {"metadata", "namespace"});
+    const std::string& name = Str(claim, {"metadata", "name"});
+    const auto& pods = s_.bucket("pods").objects;
+    const std::string prefix = ns + "/";
+    for (auto it = pods.lower_bound(prefix); it != pods.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
+      if (Str(*it->second, {"spec", "nodeName"}).empty()) continue;
+      const auto claims = PodClaimNames(*it->second);
+      if (std::find(claims.begin(), claims.end(), name) != claims.end()) return true;
+    }
+    return false;
   }
 
   // persistentvolume/util FindMatchingVolume: the smallest fitting volume; with delayed
@@ -396,7 +424,7 @@ class PvController {
   }
 
   Store& s_;
-  Watched watched_[3] = {{"storageclasses"}, {"persistentvolumeclaims"}, {"persistentvolumes"}};
+  Watched watched_[4] = {{"storageclasses"}, {"persistentvolumeclaims"}, {"persistentvolumes"}, {"pods"}};
   std::set<std::string> emitted_;  // uid/reason of the events recorded, while the claim exists
   std::vector<std::string> pending;  // scratch
   std::set<std::string> unbound_;                         // volumes without claimRef

@@ -44,6 +44,7 @@ inline const std::vector<ResourceType>& ResourceTypes() {
       {"", "v1", "events", "event", "Event", true, {"ev"}, false, true, false},
       {"", "v1", "pods", "pod", "Pod", true, {"po"}, true, false, true},
       {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true, false, true},
+      {"", "v1", "nodes", "node", "Node", false, {"no"}, true, false, false},
       {"storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, {"sc"}, false, false, true},
       {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false, true, false},
   };

@@ -6,11 +6,13 @@
 // (includeObject=Metadata, the default).
 //
 // Known differences: column descriptions are left empty (the real ones are API doc strings);
-// quantities are shown as stored, not in canonical form; pods get the NAME, AGE table.
+// quantities are shown as stored, not in canonical form; a pod's status is its phase or reason
+// (no container states are modelled).
 #pragma once
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,86 @@ inline std::string Phase(const Json& obj) { return IsDeleting(obj) ? "Terminatin
 
 inline std::string Created(const Json& obj) { return Age(Str(obj, {"metadata", "creationTimestamp"})); }
 
+// The elements of the array at path (none when it is not an array).
+inline const JsonArray& Items(const Json& obj, std::initializer_list<std::string_view> path) {
+  static const JsonArray kNone;
+  const Json* v = Path(obj, path);
+  return v != nullptr && v->is<JsonArray>() ? v->get<JsonArray>() : kNone;
+}
+
+inline std::string OrNone(const Json& obj, std::initializer_list<std::string_view> path) {
+  const std::string& v = Str(obj, path);
+  return v.empty() ? "<none>" : v;
+}
+
+// printPod's READY: ready containers / containers.
+inline std::string PodReady(const Json& pod) {
+  long ready = 0;
+  for (const Json& s : Items(pod, {"status", "containerStatuses"}))
+    if (const Json* r = Member(s, "ready"); r && r->is<bool>() && r->get<bool>()) ++ready;
+  return std::to_string(ready) + "/" + std::to_string(Items(pod, {"spec", "containers"}).size());
+}
+
+// printPod's STATUS, without container states: the reason, else the phase; Terminating once deleted.
+inline std::string PodStatus(const Json& pod) {
+  std::string reason = Str(pod, {"status", "reason"});
+  if (IsDeleting(pod)) return reason == "NodeLost" ? "Unknown" : "Terminating";
+  return reason.empty() ? Str(pod, {"status", "phase"}) : reason;
+}
+
+inline long PodRestarts(const Json& pod) {
+  long n = 0;
+  for (const Json& s : Items(pod, {"status", "containerStatuses"}))
+    if (const Json* r = Member(s, "restartCount"); r && r->is<double>()) n += static_cast<long>(r->get<double>());
+  return n;
+}
+
+// printPod's READINESS GATES: gates whose condition is True / gates, "<none>" without any.
+inline std::string PodReadinessGates(const Json& pod) {
+  const JsonArray& gates = Items(pod, {"spec", "readinessGates"});
+  if (gates.empty()) return "<none>";
+  long met = 0;
+  for (const Json& g : gates)
+    for (const Json& c : Items(pod, {"status", "conditions"}))
+      if (Str(c, {"type"}) == Str(g, {"conditionType"}) && Str(c, {"status"}) == "True") ++met;
+  return std::to_string(met) + "/" + std::to_string(gates.size());
+}
+
+// printNode's status: Ready or NotReady after the Ready condition (Unknown without one), and
+// SchedulingDisabled for a cordoned node.
+inline std::string NodeStatus(const Json& node) {
+  std::string status = "Unknown";
+  if (const Json* conds = Path(node, {"status", "conditions"}); conds && conds->is<JsonArray>())
+    for (const Json& c : conds->get<JsonArray>())
+      if (Str(c, {"type"}) == "Ready") status = Str(c, {"status"}) == "True" ? "Ready" : "NotReady";
+  const Json* cordoned = Path(node, {"spec", "unschedulable"});
+  if (cordoned && cordoned->is<bool>() && cordoned->get<bool>()) status += ",SchedulingDisabled";
+  return status;
+}
+
+// findNodeRoles: the <role> of node-role.kubernetes.io/<role> labels and the value of a
+// kubernetes.io/role label, sorted and joined by commas; "<none>" without any.
+inline std::string NodeRoles(const Json& node) {
+  static const std::string kPrefix = "node-role.kubernetes.io/";
+  std::set<std::string> roles;
+  if (const Json* labels = Path(node, {"metadata", "labels"}); labels && labels->is<JsonObject>())
+    for (const auto& [k, v] : labels->get<JsonObject>()) {
+      if (k.compare(0, kPrefix.size(), kPrefix) == 0 && k.size() > kPrefix.size()) roles.insert(k.substr(kPrefix.size()));
+      if (k == "kubernetes.io/role" && v.is<std::string>() && !v.get<std::string>().empty()) roles.insert(v.get<std::string>());
+    }
+  std::string out;
+  for (const auto& r : roles) out += (out.empty() ? "" : ",") + r;
+  return out.empty() ? "<none>" : out;
+}
+
+// The first status.addresses entry of the type, "<none>" without one.
+inline std::string NodeAddress(const Json& node, const std::string& type) {
+  if (const Json* addrs = Path(node, {"status", "addresses"}); addrs && addrs->is<JsonArray>())
+    for (const Json& a : addrs->get<JsonArray>())
+      if (Str(a, {"type"}) == type) return Str(a, {"address"});
+  return "<none>";
+}
+
 // The columns for a resource type (AddHandlers).
 inline std::vector<Column> Columns(const ResourceType& t) {
   if (t.plural == "persistentvolumeclaims")
@@ -87,6 +169,12 @@ inline std::vector<Column> Columns(const ResourceType& t) {
     return {{"Name"}, {"Provisioner"}, {"ReclaimPolicy"}, {"VolumeBindingMode"}, {"AllowVolumeExpansion"}, {"Age"}};
   if (t.plural == "events") return {{"Last Seen"}, {"Type"}, {"Reason"}, {"Object"}, {"Message"}};
   if (t.plural == "namespaces") return {{"Name"}, {"Status"}, {"Age"}};
+  if (t.plural == "pods")
+    return {{"Name"}, {"Ready"}, {"Status"}, {"Restarts"}, {"Age"}, {"IP", 1}, {"Node", 1}, {"Nominated Node", 1},
+            {"Readiness Gates", 1}};
+  if (t.plural == "nodes")
+    return {{"Name"}, {"Status"}, {"Roles"}, {"Age"}, {"Version"}, {"Internal-IP", 1}, {"External-IP", 1},
+            {"OS-Image", 1}, {"Kernel-Version", 1}, {"Container-Runtime", 1}};
   if (t.plural == "leases") return {{"Name"}, {"Holder"}, {"Age"}};
   return {{"Name"}, {"Age"}};
 }
@@ -131,6 +219,17 @@ inline JsonArray Cells(const ResourceType& t, const Json& o) {
     cells = {Age(seen), Str(o, {"type"}), Str(o, {"reason"}), target.empty() ? kind : kind + "/" + target, message};
   } else if (t.plural == "namespaces") {
     cells = {name, Str(o, {"status", "phase"}), Created(o)};
+  } else if (t.plural == "pods") {
+    cells = {name, PodReady(o), PodStatus(o), std::to_string(PodRestarts(o)), Created(o), OrNone(o, {"status", "podIP"}),
+             OrNone(o, {"spec", "nodeName"}), OrNone(o, {"status", "nominatedNodeName"}), PodReadinessGates(o)};
+  } else if (t.plural == "nodes") {
+    auto info = [&](const char* k) {
+      const std::string& v = Str(o, {"status", "nodeInfo", k});
+      return v.empty() ? std::string("<unknown>") : v;
+    };
+    cells = {name, NodeStatus(o), NodeRoles(o), Created(o), Str(o, {"status", "nodeInfo", "kubeletVersion"}),
+             NodeAddress(o, "InternalIP"), NodeAddress(o, "ExternalIP"), info("osImage"), info("kernelVersion"),
+             info("containerRuntimeVersion")};
   } else if (t.plural == "leases") {
     cells = {name, Str(o, {"spec", "holderIdentity"}), Created(o)};
   } else {

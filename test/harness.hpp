@@ -30,6 +30,7 @@
 #include <picojson.h>
 
 #include "kubeconfig.hpp"
+#include "test/fake_kubelet.hpp"
 #include "yaml.hpp"
 
 namespace harness {
@@ -256,7 +257,14 @@ class FakeApi {
     if (kind == "PersistentVolume") return "/api/v1/persistentvolumes";
     if (kind == "PersistentVolumeClaim") return "/api/v1/namespaces/" + ns + "/persistentvolumeclaims";
     if (kind == "Pod") return "/api/v1/namespaces/" + ns + "/pods";
+    if (kind == "Node") return "/api/v1/nodes";
     throw std::runtime_error("harness: unknown kind " + kind);
+  }
+
+  // Registers a node as its kubelet would (fake_kubelet.hpp: hostname, os and arch labels, Ready).
+  void RegisterNode(const std::string& name, const std::map<std::string, std::string>& extra_labels = {}) {
+    Reply r = Post("/api/v1/nodes", fake_kubelet::NodeJson(name, extra_labels));
+    if (r.code != 201) throw std::runtime_error("registering node " + name + " failed: " + std::to_string(r.code) + " " + r.body);
   }
 
   // The claim as JSON, or null if it does not exist.
