@@ -4,7 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <memory>
 
@@ -23,9 +27,9 @@ struct Nodes {
   std::unique_ptr<FakeApi> api;
   std::map<std::string, std::unique_ptr<Provisioner>> instances;
 
-  Nodes() {
+  explicit Nodes(std::vector<std::string> fake_args = {}) {
     ::setenv("RBAC_YAML", "manifests/daemonset/rbac.yaml", 1);
-    api = std::make_unique<FakeApi>(tmp.path() + "/api");
+    api = std::make_unique<FakeApi>(tmp.path() + "/api", fake_args);
     ::unsetenv("RBAC_YAML");
     api->CreateYaml(ClassYaml("hostpath", "Delete"));
   }
@@ -247,5 +251,123 @@ TEST_CASE("an instance killed in the middle of a burst converges when restarted"
   }
   CHECK(ListDir(n.Root("node-a")).size() == kEach);
   CHECK(ListDir(n.Root("node-b")).size() == kEach);
+  CHECK(n.api->Denials().empty());
+}
+
+namespace {
+
+std::string PodYaml(const std::string& name, const std::string& claim, const std::string& node = "") {
+  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: default\nspec:\n" +
+         (node.empty() ? "" : "  nodeSelector:\n    kubernetes.io/hostname: " + node + "\n") +
+         "  containers:\n  - name: app\n    image: busybox\n    volumeMounts:\n    - name: data\n      mountPath: /data\n"
+         "  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: " + claim + "\n";
+}
+
+std::string PodNode(FakeApi& api, const std::string& pod) {
+  Reply r = api.Get("/api/v1/namespaces/default/pods/" + pod);
+  const picojson::value& n = r.json.get("spec").get("nodeName");
+  return r.code == 200 && n.is<std::string>() ? n.get<std::string>() : "";
+}
+
+}  // namespace
+
+TEST_CASE("a pod's claim is provisioned on the node the scheduler picks, and the pod is bound there", "[e2e][nodes]") {
+  Nodes n;
+  REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);
+  n.api->CreateYaml(ReadFile("manifests/daemonset/storageclass.yaml"));  // hostpath, WaitForFirstConsumer
+  for (const char* node : {"node-a", "node-b"}) {
+    n.api->RegisterNode(node);
+    n.Start(node);
+  }
+  n.Claim("data", "hostpath");
+  n.api->CreateYaml(PodYaml("app", "data", "node-b"));
+  REQUIRE(n.WaitBound("data"));
+  CHECK(Annotation(n.ClaimJson("data"), "volume.kubernetes.io/selected-node") == "node-b");
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("data"))) == "node-b");
+  CHECK(Exists(n.Root("node-b") + "/default-data-" + n.VolumeOf("data")));
+  CHECK(ListDir(n.Root("node-a")).empty());
+  CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-b"; }));
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("a node whose root is full hands the claim back to the scheduler, which picks another", "[e2e][nodes]") {
+  Nodes n;
+  REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);
+  n.api->CreateYaml(ReadFile("manifests/daemonset/storageclass.yaml"));  // hostpath, WaitForFirstConsumer
+  ::mkdir(n.Root("node-a").c_str(), 0755);
+  if (::mount("tmpfs", n.Root("node-a").c_str(), "tmpfs", 0, "nr_inodes=1,size=1m") != 0) {
+    WARN("SKIPPED: cannot mount a tmpfs here (needs root): " << std::strerror(errno));
+    return;
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{n.Root("node-a")};
+  for (const char* node : {"node-a", "node-b"}) {
+    n.api->RegisterNode(node);
+    n.Start(node);
+  }
+  n.Claim("data", "hostpath");
+  n.api->CreateYaml(PodYaml("app", "data"));  // the scheduler tries node-a first (by name)
+  REQUIRE(n.WaitBound("data"));
+  CHECK(n.Events("data", "ProvisioningFailed", "No space left") > 0);
+  CHECK(n.Events("data", "ProvisioningFailed", "asking the scheduler for another node") > 0);
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("data"))) == "node-b");
+  CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-b"; }));
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("DELETED_NODE_CLEANUP_DELAY: a deleted node's claims and volumes go; a node back in time keeps them", "[e2e][nodes]") {
+  Nodes n({"--rbac", "manifests/daemonset/node-cleanup/rbac.yaml"});
+  const std::map<std::string, std::string> cleanup = {{"DELETED_NODE_CLEANUP_DELAY", "3"}};
+  for (const char* node : {"node-a", "node-b", "node-c"}) {
+    n.api->RegisterNode(node);
+    n.Start(node, cleanup);
+  }
+  n.Claim("a1", "hostpath", "hostpath-provisioner.io/node", "node-a");
+  n.Claim("b1", "hostpath", "hostpath-provisioner.io/node", "node-b");
+  n.Claim("c1", "hostpath", "hostpath-provisioner.io/node", "node-c");
+  for (const char* claim : {"a1", "b1", "c1"}) REQUIRE(n.WaitBound(claim));
+  const std::string b1_pv = n.VolumeOf("b1"), c1_pv = n.VolumeOf("c1");
+
+  // node-b dies for good: its instance with it, then its Node object.
+  n.instances["node-b"]->process().Signal(SIGKILL);
+  n.instances["node-b"]->process().Wait();
+  REQUIRE(n.api->Delete("/api/v1/nodes/node-b").code == 200);
+  // node-c is deleted and registers again within the delay.
+  REQUIRE(n.api->Delete("/api/v1/nodes/node-c").code == 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  n.api->RegisterNode("node-c");
+
+  REQUIRE(Eventually([&] { return !n.ClaimJson("b1").is<picojson::object>() && !n.api->Volume(b1_pv).is<picojson::object>(); }));
+  int events = 0;
+  for (const auto& e : n.api->EventsAbout("default", b1_pv))
+    if (e.get("reason").to_str() == "NodeDeleted") {
+      ++events;
+      CHECK_THAT(e.get("message").to_str(), Catch::Contains("node node-b was deleted") && Catch::Contains("default/b1"));
+    }
+  CHECK(events == 1);
+  CHECK(Exists(n.Root("node-b") + "/default-b1-" + b1_pv));  // its data stays on its disk
+  std::this_thread::sleep_for(seconds(4));  // past node-c's delay
+  CHECK(Phase(n.ClaimJson("c1")) == "Bound");
+  CHECK(n.api->Volume(c1_pv).is<picojson::object>());
+  CHECK(Phase(n.ClaimJson("a1")) == "Bound");
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("without DELETED_NODE_CLEANUP_DELAY a deleted node's volumes stay", "[e2e][nodes]") {
+  Nodes n;
+  for (const char* node : {"node-a", "node-b"}) {
+    n.api->RegisterNode(node);
+    n.Start(node);
+  }
+  n.Claim("b1", "hostpath", "hostpath-provisioner.io/node", "node-b");
+  REQUIRE(n.WaitBound("b1"));
+  n.instances["node-b"]->process().Signal(SIGKILL);
+  n.instances["node-b"]->process().Wait();
+  REQUIRE(n.api->Delete("/api/v1/nodes/node-b").code == 200);
+  std::this_thread::sleep_for(seconds(4));
+  CHECK(Phase(n.ClaimJson("b1")) == "Bound");
+  CHECK(n.api->Volume(n.VolumeOf("b1")).is<picojson::object>());
   CHECK(n.api->Denials().empty());
 }
