@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "config.hpp"
+#include "every_node.hpp"
 #include "fsops.hpp"
 #include "gone_nodes.hpp"
 #include "informer.hpp"
@@ -84,6 +85,7 @@ class Controller {
   Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots* roots)
       : cfg_(cfg), ep_(std::move(ep)), roots_(roots),
         recorder_(ep_, "hostpath-provisioner"),
+        every_node_(cfg_, roots, &recorder_),
         claims_("PersistentVolumeClaims", api::kClaims, &SlimForCache, ep_,
                 [this](const std::string& k, const Claim* c) { OnClaim(k, c); }),
         volumes_("PersistentVolumes", api::kVolumes, &SlimForCache, ep_,
@@ -476,6 +478,9 @@ class Controller {
       // of that name is not this claim's volume: our directory, just made and empty, goes.
       Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
       if (got.ok() && IsVolumeWeMade(*got, a.volume)) {
+        // Another node's instance made this volume on every node: ours joins it (its directory
+        // here is made; the volume's sync adds this node's finalizer).
+        if (OnAllNodes(a.volume)) return Done();
         s = Status::Ok();
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
@@ -540,7 +545,9 @@ class Controller {
       return Done();
     }
     if (deleted_.Contains(name)) return Done();  // deleted it; the watch has not caught up yet
-    Action a = DecideVolume(cfg_, *v);
+    std::optional<StorageClass> sc;
+    if (OnAllNodes(*v) && !v->storage_class_name.empty()) sc = classes_.Get(v->storage_class_name);
+    Action a = DecideVolume(cfg_, *v, sc ? &*sc : nullptr);
     switch (a.kind) {
       case Action::kNothing:
         LogDebug(2, "volume " + name + ": nothing to do: " + a.why);
@@ -554,6 +561,22 @@ class Controller {
         return DropFinalizer(w, *v);
       case Action::kDelete:
         return Delete(w, *v, a);
+      case Action::kJoin:
+        return every_node_.Join(w.api, *v, a, Of(*v)).ok() ? Done() : Retry(w.conn.last_retry_after());
+      case Action::kLeave:
+        return every_node_.Leave(w.api, *v, a, Of(*v)).ok() ? Done() : Retry(w.conn.last_retry_after());
+      case Action::kDeleteObject: {
+        Status s = w.api.DeleteVolume(v->meta.name, v->meta.uid);
+        if (s.ok()) LogInfo("volume " + name + ": released; deleting it (each node then removes its directory)");
+        if (!s.ok()) LogWarn("volume " + name + ": " + s.message());
+        return s.ok() ? Done() : Retry(w.conn.last_retry_after());
+      }
+      case Action::kPruneGone: {
+        bool others_left = false;
+        Status s = every_node_.PruneGone(w.api, *v, Of(*v), &others_left);
+        // Nodes that still exist have yet to leave: look again later (a node may go meanwhile).
+        return s.ok() && !others_left ? Done() : Retry(w.conn.last_retry_after());
+      }
       default:
         return Done();
     }
@@ -631,6 +654,7 @@ class Controller {
   std::shared_ptr<ApiEndpoint> ep_;
   Roots* roots_;
   EventRecorder recorder_;
+  EveryNodeSteps every_node_;
   WorkQueue queue_;
   ControllerStats stats_;
   std::vector<std::unique_ptr<Worker>> workers_;

@@ -112,4 +112,11 @@ inline constexpr const char* kPvDir = "hostpath-provisioner.io/pv-dir";
 // On a PV: "true" when its root must be a mounted filesystem to make or remove it (requireMount).
 inline constexpr const char* kRequireMount = "hostpath-provisioner.io/require-mount";
 inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
+// On a PV: "all" when its directory exists on every node (class parameter nodes: all).
+inline constexpr const char* kAllNodes = "hostpath-provisioner.io/nodes";
+// The name part of the finalizer each node's instance holds on such a PV while its directory
+// there exists: "<node name>/hostpath-provisioner.io". A node name is a DNS subdomain of at
+// most 253 characters, which is what a finalizer's prefix may be, so every node name maps to
+// a valid finalizer, and different nodes to different ones.
+inline constexpr const char* kNodeFinalizerName = "hostpath-provisioner.io";
 }  // namespace ann

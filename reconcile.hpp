@@ -27,6 +27,11 @@ struct Action {
     kDelete,           // remove dir_name, then drop our finalizer and delete the PV
     kDropFinalizer,    // the PV is going and its data must stay: only remove our finalizer
     kFail,             // tell the user (event `reason`/`message` on the object) and retry later
+    // A volume on every node (nodes: all), for this node's instance:
+    kJoin,             // make dir_name here (dir_mode, owner), then add this node's finalizer
+    kLeave,            // remove dir_name here if remove_dir, then this node's finalizer
+    kDeleteObject,     // released: delete the PV (each node then leaves)
+    kPruneGone,        // being deleted: drop the finalizers of nodes whose Node object is gone
   };
   Kind kind = kNothing;
   std::string why;          // kNothing: a short explanation
@@ -35,6 +40,7 @@ struct Action {
   int uid = -1, gid = -1;   // kProvision: owner of the directory; -1 = leave as created
   std::string root;         // kProvision/kDelete: the root directory dir_name is in
   bool require_mount = false;  // kProvision/kDelete: only while a filesystem is mounted at root
+  bool remove_dir = false;  // kLeave: the reclaim policy is Delete
   Volume volume;            // kProvision: the PV to create
   std::string reason;       // kFail: event reason
   std::string message;      // kFail: event message (why, and what to do)
@@ -131,7 +137,26 @@ struct ClassParameters {
   bool local = false;      // volumeType local: a `local` PV rather than a hostPath one
   std::string root;        // pvDir, else PV_DIR: where the class's volumes are made
   bool require_mount = false;  // requireMount: the root must be a mounted filesystem
+  bool all_nodes = false;  // nodes: all: a directory on every node, a PV without node affinity
 };
+
+inline std::string NodeFinalizer(const std::string& node) { return node + "/" + ann::kNodeFinalizerName; }
+
+// The nodes whose finalizers a volume carries (see ann::kNodeFinalizerName), sorted.
+inline std::vector<std::string> FinalizerNodes(const Volume& v) {
+  const std::string suffix = std::string("/") + ann::kNodeFinalizerName;
+  std::vector<std::string> nodes;
+  for (const std::string& f : v.meta.finalizers)
+    if (f.size() > suffix.size() && f.compare(f.size() - suffix.size(), suffix.size(), suffix) == 0)
+      nodes.push_back(f.substr(0, f.size() - suffix.size()));
+  std::sort(nodes.begin(), nodes.end());
+  return nodes;
+}
+
+inline bool OnAllNodes(const Volume& v) {
+  auto it = v.meta.annotations.find(ann::kAllNodes);
+  return it != v.meta.annotations.end() && it->second == "all";
+}
 
 // May volumes be made under, and removed from, `path`? PV_DIR and ALLOWED_PV_DIRS only.
 inline bool IsConfiguredRoot(const Config& cfg, const std::string& path) {
@@ -158,6 +183,9 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
     } else if (key == "volumeType") {
       if (value != "hostPath" && value != "local") return "parameter volumeType=\"" + value + "\" must be hostPath or local";
       out->local = value == "local";
+    } else if (key == "nodes") {
+      if (value != "all" && value != "one") return "parameter nodes=\"" + value + "\" must be \"one\" or \"all\"";
+      out->all_nodes = value == "all";
     } else if (key == "requireMount") {
       if (value != "true" && value != "false") return "parameter requireMount=\"" + value + "\" must be \"true\" or \"false\"";
       out->require_mount = value == "true";
@@ -170,9 +198,12 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
         return "parameter pvDir=\"" + value + "\" is not a directory this provisioner may use (" + dirs +
                "): add it to ALLOWED_PV_DIRS and mount it into the provisioner's pod at the same path";
     } else {
-      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir and requireMount)";
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount and nodes)";
     }
   }
+  if (out->all_nodes && out->local) return "parameters nodes=all and volumeType=local do not go together (a local volume has one node)";
+  if (out->all_nodes && cfg.node_name.empty())
+    return "parameter nodes=all needs the provisioner on every node (the DaemonSet of manifests/daemonset/, NODE_NAME set)";
   return "";
 }
 
@@ -192,10 +223,14 @@ inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageCl
   v.meta.annotations[ann::kProvisionedBy] = cfg.provisioner_name;
   v.meta.annotations[ann::kPvDir] = params.root;
   if (params.require_mount) v.meta.annotations[ann::kRequireMount] = "true";
-  if (!cfg.node_name.empty()) v.meta.annotations[ann::kNode] = cfg.node_name;
-  v.node = !cfg.node_name.empty() ? cfg.node_name : params.local ? ClaimNode(claim) : "";
+  if (params.all_nodes) {
+    v.meta.annotations[ann::kAllNodes] = "all";
+  } else if (!cfg.node_name.empty()) {
+    v.meta.annotations[ann::kNode] = cfg.node_name;
+  }
+  v.node = params.all_nodes ? "" : !cfg.node_name.empty() ? cfg.node_name : params.local ? ClaimNode(claim) : "";
   v.local = params.local;
-  v.meta.finalizers = {ann::kProvisionerFinalizer};
+  v.meta.finalizers = {params.all_nodes ? NodeFinalizer(cfg.node_name) : ann::kProvisionerFinalizer};
   v.capacity = claim.storage_request;
   v.access_modes = claim.access_modes;
   v.volume_mode = claim.volume_mode.empty() ? "Filesystem" : claim.volume_mode;
@@ -252,15 +287,18 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   }
   const char* failed = reason::kProvisioningFailed;
   const std::string node = ClaimNode(claim);
+  // A claim of a class that puts a directory on every node: any instance may make its PV.
+  const bool all_nodes = sc != nullptr && sc->provisioner == cfg.provisioner_name &&
+                         sc->parameters.count("nodes") && sc->parameters.at("nodes") == "all";
   if (!cfg.node_name.empty()) {  // node-aware: every instance sees every claim; one acts
-    if (node.empty()) {
+    if (node.empty() && !all_nodes) {
       Action a = Fail(failed, "this provisioner runs on every node and the claim names none: add the annotation " +
                                   std::string(ann::kNode) + "=<node name> to the claim, or use a StorageClass with "
                                   "volumeBindingMode WaitForFirstConsumer", false);
       a.once = true;
       return a;
     }
-    if (node != cfg.node_name) return Nothing("for node " + node);
+    if (!node.empty() && node != cfg.node_name) return Nothing("for node " + node);
   }
   if (existing != nullptr && existing->claim_ref.uid == claim.meta.uid)
     return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
@@ -322,11 +360,100 @@ inline bool HasFinalizer(const ObjectMeta& m, const std::string& f) {
 // What to do for a PV. Only PVs with our provisioned-by annotation are considered; the
 // directory to remove is recomputed from the root and the PV's name and claim, and must be
 // exactly what the PV's spec says, or we refuse.
-inline Action DecideVolume(const Config& cfg, const Volume& v) {
-  using reconcile_detail::Fail;
+namespace reconcile_detail {
+
+// The volume's directory recomputed (never read from the PV): `verb` it there (kDelete, with
+// dir_name, root and require_mount set), or a failure naming why nothing is done.
+inline Action AtRecomputedPath(const Config& cfg, const Volume& v, Action::Kind verb) {
+  std::string dir = v.has_claim_ref ? VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name) : "";
+  const char* failed = reason::kVolumeFailedDelete;
+  if (dir.empty())
+    return Fail(failed, "cannot work out this volume's directory (claimRef missing or invalid); refusing to delete anything");
+  // Only "pvc-<claim uid>" with a UUID makes "<namespace>-<claim>-<name>" name one volume: a PV
+  // named otherwise could recompute to another claim's directory ("c2-pvc" + "<uid>").
+  if (v.meta.name != VolumeNameFor(v.claim_ref.uid) || !IsUuid(v.claim_ref.uid))
+    return Fail(failed, "volume name " + v.meta.name + " is not \"pvc-\" and the uid of its claim (" + v.claim_ref.uid +
+                            "), as this provisioner names volumes; refusing to delete anything. Remove the data and "
+                            "the PV by hand if intended");
+  auto made_in = v.meta.annotations.find(ann::kPvDir);
+  const std::string root = made_in == v.meta.annotations.end() ? cfg.pv_dir : made_in->second;
+  if (!IsConfiguredRoot(cfg, root))
+    return Fail(failed, "volume " + v.meta.name + " was made under " + root + ", which is not PV_DIR or one of "
+                        "ALLOWED_PV_DIRS; refusing to delete anything. Configure that directory again, or remove the "
+                        "data and the PV by hand");
+  std::string expected = root + "/" + dir;
+  if (v.host_path != expected)
+    return Fail(failed, "hostPath \"" + v.host_path + "\" is not where this provisioner put volume " + v.meta.name +
+                            " (" + expected + "); refusing to delete it. Remove the data and the PV by hand if intended");
+  Action a;
+  a.kind = verb;
+  a.dir_name = dir;
+  a.root = root;
+  auto must_mount = v.meta.annotations.find(ann::kRequireMount);
+  a.require_mount = cfg.require_mount || (must_mount != v.meta.annotations.end() && must_mount->second == "true");
+  return a;
+}
+
+// A volume whose directory is on every node (nodes: all), for this node's instance: join it
+// (make the directory here and hold this node's finalizer) while it is in use; once released,
+// the first node (by name) of those holding finalizers deletes the PV; once it is being
+// deleted, each node removes its directory (Delete policy) and its finalizer, and finalizers
+// of nodes that no longer exist are dropped by the others. `sc` (its class, if cached) gives
+// the mode and owner of a directory made here.
+inline Action DecideOnEveryNode(const Config& cfg, const Volume& v, const StorageClass* sc) {
+  if (cfg.node_name.empty()) return Nothing("a volume on every node: the DaemonSet's instances look after it");
+  const bool mine = HasFinalizer(v.meta, NodeFinalizer(cfg.node_name));
+  const std::vector<std::string> nodes = FinalizerNodes(v);
+  const bool released = v.phase == "Released" || v.phase == "Failed";
+  if (v.meta.deleting) {
+    if (v.phase == "Bound") return Nothing("being deleted but still bound; waiting for the claim to go");
+    if (mine) {
+      Action a = AtRecomputedPath(cfg, v, Action::kLeave);
+      a.remove_dir = v.reclaim_policy == "Delete";
+      if (a.kind == Action::kFail && !a.remove_dir) a = Action{Action::kLeave};  // Retain: nothing to find
+      return a;
+    }
+    if (!nodes.empty()) {
+      Action a;
+      a.kind = Action::kPruneGone;
+      return a;
+    }
+    return Nothing("being deleted; no node holds it");
+  }
+  if (released) {
+    if (v.reclaim_policy != "Delete") return Nothing("reclaim policy " + v.reclaim_policy + ": data is kept");
+    if (!nodes.empty() && nodes.front() != cfg.node_name) return Nothing("released; " + nodes.front() + " deletes it");
+    Action a;
+    a.kind = Action::kDeleteObject;
+    return a;
+  }
+  if (mine) return Nothing("its directory is here");
+  Action a = AtRecomputedPath(cfg, v, Action::kJoin);
+  if (a.kind == Action::kFail) {
+    a.reason = reason::kProvisioningFailed;
+    return a;
+  }
+  ClassParameters params;
+  a.dir_mode = cfg.dir_mode;
+  if (sc != nullptr && ParseClassParameters(cfg, *sc, &params).empty()) {
+    if (params.has_mode) a.dir_mode = params.mode;
+    a.uid = params.uid;
+    a.gid = params.gid;
+  }
+  return a;
+}
+
+}  // namespace reconcile_detail
+
+// What to do for a PV. Only PVs with our provisioned-by annotation are considered; the
+// directory to remove is recomputed from the root and the PV's name and claim, and must be
+// exactly what the PV's spec says, or we refuse. `sc`: the PV's class if cached (only a volume
+// on every node needs it).
+inline Action DecideVolume(const Config& cfg, const Volume& v, const StorageClass* sc = nullptr) {
   using reconcile_detail::Nothing;
   auto by = v.meta.annotations.find(ann::kProvisionedBy);
   if (by == v.meta.annotations.end() || by->second != cfg.provisioner_name) return Nothing("not provisioned by us");
+  if (OnAllNodes(v)) return reconcile_detail::DecideOnEveryNode(cfg, v, sc);
   auto made_on = v.meta.annotations.find(ann::kNode);
   const std::string node = made_on == v.meta.annotations.end() ? "" : made_on->second;
   if (node != cfg.node_name)
@@ -344,33 +471,7 @@ inline Action DecideVolume(const Config& cfg, const Volume& v) {
     }
     return Nothing("reclaim policy " + v.reclaim_policy + ": data is kept");
   }
-  std::string dir = v.has_claim_ref ? VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name) : "";
-  const char* failed = reason::kVolumeFailedDelete;
-  if (dir.empty())
-    return Fail(failed, "cannot work out this volume's directory (claimRef missing or invalid); refusing to delete anything");
-  // Only "pvc-<claim uid>" with a UUID makes "<namespace>-<claim>-<name>" name one volume: a PV
-  // named otherwise could recompute to another claim's directory ("c2-pvc" + "<uid>").
-  if (v.meta.name != VolumeNameFor(v.claim_ref.uid) || !reconcile_detail::IsUuid(v.claim_ref.uid))
-    return Fail(failed, "volume name " + v.meta.name + " is not \"pvc-\" and the uid of its claim (" + v.claim_ref.uid +
-                            "), as this provisioner names volumes; refusing to delete anything. Remove the data and "
-                            "the PV by hand if intended");
-  auto made_in = v.meta.annotations.find(ann::kPvDir);
-  const std::string root = made_in == v.meta.annotations.end() ? cfg.pv_dir : made_in->second;
-  if (!IsConfiguredRoot(cfg, root))
-    return Fail(failed, "volume " + v.meta.name + " was made under " + root + ", which is not PV_DIR or one of "
-                        "ALLOWED_PV_DIRS; refusing to delete anything. Configure that directory again, or remove the "
-                        "data and the PV by hand");
-  std::string expected = root + "/" + dir;
-  if (v.host_path != expected)
-    return Fail(failed, "hostPath \"" + v.host_path + "\" is not where this provisioner put volume " + v.meta.name +
-                            " (" + expected + "); refusing to delete it. Remove the data and the PV by hand if intended");
-  Action a;
-  a.kind = Action::kDelete;
-  a.dir_name = dir;
-  a.root = root;
-  auto must_mount = v.meta.annotations.find(ann::kRequireMount);
-  a.require_mount = cfg.require_mount || (must_mount != v.meta.annotations.end() && must_mount->second == "true");
-  return a;
+  return reconcile_detail::AtRecomputedPath(cfg, v, Action::kDelete);
 }
 
 // Cached objects keep only what the decisions above read (as client-go's informer transforms
@@ -400,13 +501,16 @@ inline void SlimForCache(Claim* c) {
 inline void SlimForCache(Node* n) { n->meta = ObjectMeta{n->meta.name, "", n->meta.uid, n->meta.resource_version}; }
 
 inline void SlimForCache(Volume* v) {
-  reconcile_detail::KeepOnly(&v->meta.annotations, {ann::kProvisionedBy, ann::kNode, ann::kPvDir, ann::kRequireMount});
+  reconcile_detail::KeepOnly(&v->meta.annotations,
+                             {ann::kProvisionedBy, ann::kNode, ann::kPvDir, ann::kRequireMount, ann::kAllNodes});
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();
   v->capacity.clear();
-  v->storage_class_name.clear();
   v->volume_mode.clear();
+  // A volume on every node: a node that joins later makes its directory from these.
+  if (OnAllNodes(*v)) return;
+  v->storage_class_name.clear();
   // Not provisioned by anyone we could be, or bound and not being deleted: nothing to do until
   // a later version (which the watch brings whole) says otherwise. The claim's uid and the path
   // stay: a claim checks that the volume of its name is its own, a deletion looks for other

@@ -324,9 +324,12 @@ inline std::string ClassYaml(const std::string& name, const std::string& reclaim
 // The provisioner binary, run against the fake with the service-account kubeconfig.
 class Provisioner {
  public:
+  // `wrapper`: a command that runs the provisioner, given as its next argument (e.g. one that
+  // first mounts something in a mount namespace of its own).
   Provisioner(const FakeApi& api, const std::string& pv_dir, std::map<std::string, std::string> env = {},
-              std::vector<std::string> args = {}) {
-    std::vector<std::string> argv = {Env("PROVISIONER", "./hostpath-provisioner")};
+              std::vector<std::string> args = {}, std::vector<std::string> wrapper = {}) {
+    std::vector<std::string> argv = wrapper;
+    argv.push_back(Env("PROVISIONER", "./hostpath-provisioner"));
     argv.insert(argv.end(), args.begin(), args.end());
     env.emplace("PV_DIR", pv_dir);
     env.emplace("KUBECONFIG", api.dir() + "/provisioner.kubeconfig");

@@ -526,7 +526,7 @@ TEST_CASE("the DaemonSet's pod is the Deployment's but for the environment and t
   CHECK(a.serialize(true) == b.serialize(true));
 }
 
-TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching claims, no Lease",
+TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching claims and getting nodes, no Lease",
           "[manifests]") {
   using Grant = std::tuple<std::string, std::string, std::string>;
   std::set<Grant> expected = {
@@ -537,11 +537,13 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
       {"", "persistentvolumes", "delete"},     {"", "persistentvolumes", "patch"},
       {"storage.k8s.io", "storageclasses", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
       {"", "events", "create"},                {"", "events", "patch"},
+      {"", "nodes", "get"},  // does a node holding a finalizer on a volume on every node still exist?
   };
   CHECK(ClusterRoleGrants("manifests/daemonset/rbac.yaml") == expected);
-  // That is the single-node ClusterRole, plus the claim patch.
+  // That is the single-node ClusterRole, plus the claim patch and the node get.
   std::set<Grant> base = ClusterRoleGrants("manifests/rbac.yaml");
   base.emplace("", "persistentvolumeclaims", "patch");
+  base.emplace("", "nodes", "get");
   CHECK(base == expected);
 
   // No Role, RoleBinding or lease at all; the binding gives the ClusterRole to the ServiceAccount.

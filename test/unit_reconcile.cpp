@@ -546,3 +546,68 @@ TEST_CASE("local volumes are deleted like hostPath ones", "[reconcile][node]") {
   REQUIRE(v.local);
   CHECK(DecideVolume(NodeConfig("node-a"), v).kind == Action::kDelete);
 }
+
+TEST_CASE("nodes: all: one PV without affinity; each node joins, the first deletes it, each leaves", "[reconcile][every]") {
+  StorageClass sc = OurClass();
+  sc.parameters["nodes"] = "all";
+  sc.parameters["mode"] = "0750";
+  Claim claim = OurClaim();  // Immediate, naming no node: no warning, any instance makes it
+  Action made = DecideClaim(NodeConfig("node-b"), claim, &sc, nullptr);
+  REQUIRE(made.kind == Action::kProvision);
+  Volume v = made.volume;
+  CHECK(v.node.empty());
+  CHECK(v.meta.annotations.at(ann::kAllNodes) == "all");
+  CHECK(v.meta.annotations.count(ann::kNode) == 0);
+  CHECK(v.meta.finalizers == std::vector<std::string>{"node-b/hostpath-provisioner.io"});
+  v.phase = "Bound";
+
+  Action join = DecideVolume(NodeConfig("node-a"), v, &sc);
+  REQUIRE(join.kind == Action::kJoin);
+  CHECK(join.dir_name == made.dir_name);
+  CHECK(join.dir_mode == 0750);
+  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kNothing);  // its directory is there
+  CHECK(DecideVolume(TestConfig(), v, &sc).kind == Action::kNothing);
+  // The slimmed cache keeps what a late node needs to join.
+  Volume slim = v;
+  SlimForCache(&slim);
+  CHECK(DecideVolume(NodeConfig("node-c"), slim, &sc).kind == Action::kJoin);
+
+  v.meta.finalizers = {"kubernetes.io/pv-protection", "node-b/hostpath-provisioner.io", "node-a/hostpath-provisioner.io"};
+  v.phase = "Released";
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kDeleteObject);  // first by name
+  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kNothing);
+  v.meta.deleting = true;
+  Action leave = DecideVolume(NodeConfig("node-b"), v, &sc);
+  REQUIRE(leave.kind == Action::kLeave);
+  CHECK(leave.remove_dir);
+  CHECK(leave.dir_name == made.dir_name);
+  CHECK(DecideVolume(NodeConfig("node-c"), v, &sc).kind == Action::kPruneGone);
+  v.reclaim_policy = "Retain";
+  Action keep = DecideVolume(NodeConfig("node-b"), v, &sc);
+  REQUIRE(keep.kind == Action::kLeave);
+  CHECK_FALSE(keep.remove_dir);
+  v.meta.deleting = false;
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kNothing);  // Retain: not deleted
+}
+
+TEST_CASE("nodes: all is refused where it cannot work", "[reconcile][every]") {
+  StorageClass sc = OurClass();
+  Claim claim = OurClaim();
+  struct Row {
+    std::map<std::string, std::string> params;
+    Config cfg;
+    const char* says;
+  } rows[] = {
+      {{{"nodes", "all"}}, TestConfig(), "needs the provisioner on every node"},
+      {{{"nodes", "all"}, {"volumeType", "local"}}, NodeConfig("node-a"), "do not go together"},
+      {{{"nodes", "some"}}, NodeConfig("node-a"), "must be \"one\" or \"all\""},
+  };
+  claim.meta.annotations[ann::kSelectedNode] = "node-a";
+  for (const Row& r : rows) {
+    INFO(r.says);
+    sc.parameters = r.params;
+    Action a = DecideClaim(r.cfg, claim, &sc, nullptr);
+    REQUIRE(a.kind == Action::kFail);
+    CHECK_THAT(a.message, Catch::Contains(r.says));
+  }
+}
