@@ -27,6 +27,7 @@
 #include <httplib.h>
 
 #include "config.hpp"
+#include "reconcile.hpp"
 #include "yaml.hpp"
 
 namespace {
@@ -602,4 +603,48 @@ TEST_CASE("kubectl create -f reads the objects expected from each folder, and no
         std::vector<std::string>{"DaemonSet kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
                                  "ClusterRole hostpath-provisioner", "ClusterRoleBinding hostpath-provisioner",
                                  "StorageClass hostpath"});
+}
+
+TEST_CASE("the optional classes in manifests/classes/ are ours and their parameters are accepted where they are meant to run",
+          "[manifests]") {
+  struct Row {
+    const char* file;
+    const char* name;
+    std::map<std::string, std::string> env;
+  } rows[] = {
+      {"manifests/classes/every-node.yaml", "hostpath-every-node", {{"NODE_NAME", "node-a"}}},
+      {"manifests/classes/network-share.yaml", "hostpath-share", {{"ALLOWED_PV_DIRS", "/mnt/share"}}},
+  };
+  for (const Row& r : rows) {
+    INFO(r.file);
+    auto docs = Docs(r.file);
+    REQUIRE(docs.size() == 1);
+    const picojson::value& sc = docs[0];
+    CHECK(Str(sc.get("kind")) == "StorageClass");
+    CHECK(Str(sc.get("metadata").get("name")) == r.name);
+    CHECK(Str(sc.get("provisioner")) == kDefaultProvisionerName);
+    StorageClass cls;
+    cls.meta.name = r.name;
+    cls.provisioner = Str(sc.get("provisioner"));
+    for (const auto& [k, v] : sc.get("parameters").get<picojson::object>()) cls.parameters[k] = v.to_str();
+    Result<Config> cfg = ParseConfig({}, [&](const char* name) -> const char* {
+      auto it = r.env.find(name);
+      return it == r.env.end() ? nullptr : it->second.c_str();
+    });
+    REQUIRE(cfg.ok());
+    ClassParameters params;
+    CHECK(ParseClassParameters(*cfg, cls, &params).empty());
+  }
+  // The share's class says what its comments say: that root, and a mount required.
+  Result<Config> cfg = ParseConfig({}, [](const char* name) -> const char* {
+    return std::string(name) == "ALLOWED_PV_DIRS" ? "/mnt/share" : nullptr;
+  });
+  REQUIRE(cfg.ok());
+  StorageClass share;
+  share.parameters = {{"pvDir", "/mnt/share"}, {"requireMount", "true"}};
+  ClassParameters params;
+  REQUIRE(ParseClassParameters(*cfg, share, &params).empty());
+  CHECK(params.root == "/mnt/share");
+  CHECK(params.require_mount);
+  CHECK(Read("manifests/classes/network-share.yaml").find("value: /mnt/share") != std::string::npos);
 }
