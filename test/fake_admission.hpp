@@ -1,7 +1,7 @@
 // What the real API server does to an object before storing it: defaulting (pkg/apis/*/v1
-// defaults.go), the registry strategies' status reset, admission plugins (DefaultStorageClass,
-// StorageObjectInUseProtection) and validation (pkg/apis/core/validation/validation.go),
-// reduced to the fields our clients use.
+// defaults.go), the registry strategies' status reset and /status updates, admission plugins
+// (DefaultStorageClass, StorageObjectInUseProtection) and validation
+// (pkg/apis/core/validation/validation.go), reduced to the fields our clients use.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -59,6 +59,18 @@ inline const Json& SpecOf(const Json& obj) {
   return spec != nullptr ? *spec : kEmpty;
 }
 
+// validateBasicResource over a map of quantities at `field`: a Value() (rounded up) below 0.
+inline void CheckNotNegative(const Json* quantities, const std::string& field, std::vector<FieldError>& errs) {
+  if (quantities == nullptr || !quantities->is<JsonObject>()) return;
+  for (const auto& [name, v] : quantities->get<JsonObject>()) {
+    int64_t bytes = 0;
+    auto q = v.is<std::string>() ? ::ParseQuantity(v.get<std::string>()) : Result<Quantity>(Status::Invalid(""));
+    if (q.ok() && IsNegative(*q) && QuantityBytes(*q, &bytes))
+      errs.push_back({"FieldValueInvalid", field + "[" + name + "]",
+                      "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
+  }
+}
+
 inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
   const Json& spec = SpecOf(pv);
   CheckAccessModes(spec, "spec.accessModes", errs, "");
@@ -68,15 +80,7 @@ inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
   } else if (Member(*cap, "storage") == nullptr || cap->get<JsonObject>().size() > 1) {
     errs.push_back(NotSupported("spec.capacity", cap->get<JsonObject>().begin()->first, {"storage"}));
   }
-  if (cap != nullptr && cap->is<JsonObject>()) {  // validateBasicResource: Value() (rounded up) below 0
-    for (const auto& [name, v] : cap->get<JsonObject>()) {
-      int64_t bytes = 0;
-      auto q = v.is<std::string>() ? ::ParseQuantity(v.get<std::string>()) : Result<Quantity>(Status::Invalid(""));
-      if (q.ok() && IsNegative(*q) && QuantityBytes(*q, &bytes))
-        errs.push_back({"FieldValueInvalid", "spec.capacity[" + name + "]",
-                        "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
-    }
-  }
+  CheckNotNegative(cap, "spec.capacity", errs);
   std::string policy = Str(spec, {"persistentVolumeReclaimPolicy"});
   if (policy != "Retain" && policy != "Delete" && policy != "Recycle")
     errs.push_back(NotSupported("spec.persistentVolumeReclaimPolicy", policy, {"Delete", "Recycle", "Retain"}));
@@ -142,6 +146,7 @@ inline void ValidatePvc(const Json& pvc, std::vector<FieldError>& errs) {
   }
   std::string sc = Str(spec, {"storageClassName"});
   if (!sc.empty()) Append(errs, CheckSubdomain("spec.storageClassName", sc));
+  CheckNotNegative(Path(pvc, {"status", "capacity"}), "status.capacity", errs);  // what /status may write
 }
 
 // legacyValidateEvent: involvedObject.namespace must match the event's namespace; an event
@@ -486,6 +491,31 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
   } else if (t.plural == "pods") {
     ResetPodStatus(obj);
   }
+}
+
+
+// The status strategies' PrepareForUpdate (pkg/registry/core/*/strategy.go): an update through
+// /status keeps the stored spec (and a pod's ownerReferences); its metadata goes through as on
+// the main resource (no status strategy of these types resets it). A claim's
+// status.allocatedResources and status.resizeStatus need the RecoverVolumeExpansionFailure
+// gate, alpha and off in 1.24: dropped unless the stored claim has them
+// (pvcutil.DropDisabledFieldsFromStatus).
+inline void PrepareStatusUpdate(const ResourceType& t, const Json& cur, Json& next) {
+  JsonObject& o = next.get<JsonObject>();
+  if (const Json* spec = Member(cur, "spec"))
+    o["spec"] = *spec;
+  else
+    o.erase("spec");
+  if (t.plural == "pods") {
+    if (const Json* refs = Path(cur, {"metadata", "ownerReferences"}))
+      Meta(next)["ownerReferences"] = *refs;
+    else
+      Meta(next).erase("ownerReferences");
+  }
+  auto st = o.find("status");
+  if (t.plural == "persistentvolumeclaims" && st != o.end() && st->second.is<JsonObject>())
+    for (const char* k : {"allocatedResources", "resizeStatus"})
+      if (Path(cur, {"status", k}) == nullptr) st->second.get<JsonObject>().erase(k);
 }
 
 }  // namespace fake

@@ -927,7 +927,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
 }
 
 // The common tail of update and patch: preconditions, strategy (status vs. main resource),
-// validation, no-op detection, commit, controllers. Callers hold store_.mu.
+// validation, no-op detection, commit. Callers hold store_.mu.
 inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Json proposed) {
   using namespace server_detail;
   const ResourceType& t = *info.type;
@@ -938,44 +938,40 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
   std::string cur_rv = Str(cur, {"metadata", "resourceVersion"});
   if (!rv.empty() && rv != cur_rv)
     return {409, ConflictStatus(t, info.name, kModified)};
-  Json next;
+  Json next = std::move(proposed);
+  next.get<JsonObject>()["kind"] = Json(t.kind);
+  next.get<JsonObject>()["apiVersion"] = Json(t.ApiVersion());
   if (info.subresource == "status") {
-    next = cur;
-    if (const Json* st = Member(proposed, "status")) next.get<JsonObject>()["status"] = *st;
-  } else {
-    next = std::move(proposed);
-    next.get<JsonObject>()["kind"] = Json(t.kind);
-    next.get<JsonObject>()["apiVersion"] = Json(t.ApiVersion());
-    if (t.has_status) {
-      if (const Json* st = Member(cur, "status"))
-        next.get<JsonObject>()["status"] = *st;
-      else
-        next.get<JsonObject>().erase("status");
-    }
-    JsonObject& m = Meta(next);
-    m["name"] = Json(info.name);
-    if (t.namespaced) m["namespace"] = Json(info.ns); else m.erase("namespace");
-    for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generateName"}) {
-      const Json* v = Path(cur, {"metadata", k});
-      if (v) m[k] = *v; else m.erase(k);
-    }
-    ApplyDefaults(t, next);
-    auto errs = Validate(t, next);
-    for (auto& e : ValidateUpdate(t, cur, next)) errs.push_back(e);
-    if (IsDeleting(cur)) {
-      auto old_fin = StringList(cur, {"metadata", "finalizers"});
-      std::vector<std::string> added;
-      for (const auto& f : StringList(next, {"metadata", "finalizers"}))
-        if (std::find(old_fin.begin(), old_fin.end(), f) == old_fin.end()) added.push_back(f);
-      if (!added.empty()) {
-        std::string list;
-        for (const auto& a : added) list += (list.empty() ? "\"" : ", \"") + a + "\"";
-        errs.push_back(Forbidden("metadata.finalizers",
-                                 "no new finalizers can be added if the object is being deleted, found new finalizers []string{" + list + "}"));
-      }
-    }
-    if (!errs.empty()) return {422, InvalidStatus(t, info.name, errs)};
+    PrepareStatusUpdate(t, cur, next);
+  } else if (t.has_status) {  // the main resource keeps the stored status
+    if (const Json* st = Member(cur, "status"))
+      next.get<JsonObject>()["status"] = *st;
+    else
+      next.get<JsonObject>().erase("status");
   }
+  JsonObject& m = Meta(next);
+  m["name"] = Json(info.name);
+  if (t.namespaced) m["namespace"] = Json(info.ns); else m.erase("namespace");
+  for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generateName"}) {
+    const Json* v = Path(cur, {"metadata", k});
+    if (v) m[k] = *v; else m.erase(k);
+  }
+  ApplyDefaults(t, next);
+  auto errs = Validate(t, next);
+  for (auto& e : ValidateUpdate(t, cur, next)) errs.push_back(e);
+  if (IsDeleting(cur)) {
+    auto old_fin = StringList(cur, {"metadata", "finalizers"});
+    std::vector<std::string> added;
+    for (const auto& f : StringList(next, {"metadata", "finalizers"}))
+      if (std::find(old_fin.begin(), old_fin.end(), f) == old_fin.end()) added.push_back(f);
+    if (!added.empty()) {
+      std::string list;
+      for (const auto& a : added) list += (list.empty() ? "\"" : ", \"") + a + "\"";
+      errs.push_back(Forbidden("metadata.finalizers",
+                               "no new finalizers can be added if the object is being deleted, found new finalizers []string{" + list + "}"));
+    }
+  }
+  if (!errs.empty()) return {422, InvalidStatus(t, info.name, errs)};
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
   store_.Commit(t.plural, std::move(next));
