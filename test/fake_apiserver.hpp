@@ -927,7 +927,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
 }
 
 // The common tail of update and patch: preconditions, strategy (status vs. main resource),
-// validation, no-op detection, commit. Callers hold store_.mu.
+// validation, validating admission, no-op detection, commit. Callers hold store_.mu.
 inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Json proposed) {
   using namespace server_detail;
   const ResourceType& t = *info.type;
@@ -972,6 +972,14 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
     }
   }
   if (!errs.empty()) return {422, InvalidStatus(t, info.name, errs)};
+  // Validating admission comes after the strategy's validation (Store.Update: BeforeUpdate, then
+  // updateValidation).
+  if (t.plural == "persistentvolumeclaims" && info.subresource.empty()) {
+    if (std::string why = ResizeRefusal(store_, cur, next); !why.empty()) {
+      Details d = DetailsFor(t, info.name);
+      return {403, StatusBody(403, "Forbidden", t.QualifiedResource() + " \"" + info.name + "\" is forbidden: " + why, &d)};
+    }
+  }
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
   store_.Commit(t.plural, std::move(next));
