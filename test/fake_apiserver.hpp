@@ -1,10 +1,20 @@
 // A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
 // authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
-// uses (Status bodies, resourceVersion, conflicts, finalizers, patches), watches served from a
-// bounded history as the watch cache does, the PV controller and pvc-protection, the volume part
-// of kube-scheduler (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), and test
-// controls under /fake/ (fault injection, dropped watches, compaction, pause, delay, token
-// rotation, request log).
+// uses (Status bodies, resourceVersion, conflicts, finalizers, patches, /status subresources),
+// watches served from a bounded history as the watch cache does, the PV controller and
+// pvc-protection, the expand controller (fake_expand.hpp) and the PersistentVolumeClaimResize
+// admission plugin, the volume part of kube-scheduler (fake_scheduler.hpp: nodes, pods,
+// WaitForFirstConsumer claims), and test controls under /fake/ (fault injection, dropped
+// watches, compaction, pause, delay, token rotation, request log).
+//
+// Growing a claim, as Kubernetes 1.24 does it (unit_fake_expand.cpp): only a bound claim's
+// spec.resources.requests.storage may change, never downwards (422, "spec.resources.requests.
+// storage: Forbidden: field can not be less than previous value"), and up only when the claim's
+// StorageClass has allowVolumeExpansion: true (403 Forbidden from PersistentVolumeClaimResize);
+// then the expand controller records a Warning ExternalExpanding event and sets no annotation,
+// and the volume's provisioner finishes the expansion through the claim's /status as
+// external-resizer does. RecoverVolumeExpansionFailure is off, as in 1.24 (status.
+// allocatedResources and status.resizeStatus are dropped), although /version says 1.32.
 //
 // Usage in a test:
 //   fake::ApiServer api({.dir = tmpdir});
@@ -54,6 +64,7 @@
 
 #include "httplib.h"
 #include "test/fake_admission.hpp"
+#include "test/fake_expand.hpp"
 #include "test/fake_https.hpp"
 #include "test/fake_pvcontroller.hpp"
 #include "test/fake_rbac.hpp"
@@ -94,7 +105,7 @@ struct Fault {
 
 class ApiServer {
  public:
-  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), sched_(store_) {}
+  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), expand_(store_), sched_(store_) {}
   ~ApiServer() { Stop(); }
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -186,8 +197,9 @@ class ApiServer {
     Store::Lock l(store_);
     for (bool more = true; more;) {
       const bool controllers = ctl_.Drain();
+      const bool expander = expand_.Drain();
       const bool scheduler = sched_.Drain();
-      more = controllers || scheduler;
+      more = controllers || expander || scheduler;
     }
   }
 
@@ -253,6 +265,7 @@ class ApiServer {
   ApiServerOptions opts_;
   Store store_;
   PvController ctl_;
+  ExpandController expand_;
   Scheduler sched_;
   Rbac rbac_;
   bool rbac_enabled_ = false;
