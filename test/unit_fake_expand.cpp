@@ -350,3 +350,47 @@ TEST_CASE("a resizer finishes an expansion through /status and the volume, as ex
   REQUIRE(events.size() == 1);  // the capacity's growth made the expand controller look, and leave it
   CHECK(events[0].get("count").get<double>() == 1);
 }
+
+TEST_CASE("strategic merge patches of /status merge conditions by type, as external-resizer sends them") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kClasses, Class("true")).code == 201);
+  BoundClaim(s.api, "c");
+  const std::string smp = "application/strategic-merge-patch+json";
+  const std::string status = kPvcs + "/c/status";
+  auto types = [](const Json& claim) {
+    std::vector<std::string> out;
+    for (const Json& c : claim.get("status").get("conditions").get<fake::JsonArray>()) out.push_back(Str(c, {"type"}));
+    return out;
+  };
+  REQUIRE(Admin(s.api, "PATCH", status, R"({"status":{"conditions":[{"type":"Other","status":"True"}]}})", smp).code == 200);
+  // markPVCResizeInProgress: the two-way merge patch from no resize condition to Resizing.
+  Reply resizing = Admin(s.api, "PATCH", status,
+                         R"({"status":{"$setElementOrder/conditions":[{"type":"Other"},{"type":"Resizing"}],)"
+                         R"("conditions":[{"lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:00Z",)"
+                         R"("status":"True","type":"Resizing"}]}})",
+                         smp);
+  REQUIRE(resizing.code == 200);
+  CHECK(types(resizing.body) == std::vector<std::string>{"Other", "Resizing"});
+  CHECK(Path(resizing.body.get("status"), {"$setElementOrder/conditions"}) == nullptr);
+  // markPVCAsFSResizeRequired: Resizing replaced by FileSystemResizePending.
+  Reply pending = Admin(s.api, "PATCH", status,
+                        R"({"status":{"$setElementOrder/conditions":[{"type":"Other"},{"type":"FileSystemResizePending"}],)"
+                        R"("conditions":[{"lastProbeTime":null,"lastTransitionTime":"2026-01-01T00:00:01Z","message":)"
+                        R"("Waiting for user to (re-)start a pod to finish file system resize of volume on node.",)"
+                        R"("status":"True","type":"FileSystemResizePending"},{"$patch":"delete","type":"Resizing"}]}})",
+                        smp);
+  REQUIRE(pending.code == 200);
+  CHECK(types(pending.body) == std::vector<std::string>{"Other", "FileSystemResizePending"});
+  CHECK(Path(pending.body.get("status").get("conditions").get(1), {"lastProbeTime"}) == nullptr);
+  // The claim's capacity, and the resize condition dropped by its own merge key.
+  Reply done = Admin(s.api, "PATCH", status,
+                     R"({"status":{"$setElementOrder/conditions":[{"type":"Other"}],"capacity":{"storage":"2Gi"},)"
+                     R"("conditions":[{"$patch":"delete","type":"FileSystemResizePending"}]}})",
+                     smp);
+  REQUIRE(done.code == 200);
+  CHECK(types(done.body) == std::vector<std::string>{"Other"});
+  CHECK(Str(done.body, {"status", "capacity", "storage"}) == "2Gi");
+  // All conditions gone: the patch sets the list to null.
+  CHECK(Path(Admin(s.api, "PATCH", status, R"({"status":{"conditions":null}})", smp).body, {"status", "conditions"}) ==
+        nullptr);
+}
