@@ -509,7 +509,6 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
   }
 }
 
-
 inline constexpr const char* kBetaStorageClassAnn = "volume.beta.kubernetes.io/storage-class";
 
 // helper.GetPersistentVolumeClaimClass: the beta annotation first, then spec.storageClassName.
