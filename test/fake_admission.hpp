@@ -1,7 +1,7 @@
 // What the real API server does to an object before storing it: defaulting (pkg/apis/*/v1
-// defaults.go), the registry strategies' status reset, admission plugins (DefaultStorageClass,
-// StorageObjectInUseProtection) and validation (pkg/apis/core/validation/validation.go),
-// reduced to the fields our clients use.
+// defaults.go), the registry strategies' status reset and /status updates, admission plugins
+// (DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize) and
+// validation (pkg/apis/core/validation/validation.go), reduced to the fields our clients use.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -59,6 +59,18 @@ inline const Json& SpecOf(const Json& obj) {
   return spec != nullptr ? *spec : kEmpty;
 }
 
+// validateBasicResource over a map of quantities at `field`: a Value() (rounded up) below 0.
+inline void CheckNotNegative(const Json* quantities, const std::string& field, std::vector<FieldError>& errs) {
+  if (quantities == nullptr || !quantities->is<JsonObject>()) return;
+  for (const auto& [name, v] : quantities->get<JsonObject>()) {
+    int64_t bytes = 0;
+    auto q = v.is<std::string>() ? ::ParseQuantity(v.get<std::string>()) : Result<Quantity>(Status::Invalid(""));
+    if (q.ok() && IsNegative(*q) && QuantityBytes(*q, &bytes))
+      errs.push_back({"FieldValueInvalid", field + "[" + name + "]",
+                      "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
+  }
+}
+
 inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
   const Json& spec = SpecOf(pv);
   CheckAccessModes(spec, "spec.accessModes", errs, "");
@@ -68,15 +80,7 @@ inline void ValidatePv(const Json& pv, std::vector<FieldError>& errs) {
   } else if (Member(*cap, "storage") == nullptr || cap->get<JsonObject>().size() > 1) {
     errs.push_back(NotSupported("spec.capacity", cap->get<JsonObject>().begin()->first, {"storage"}));
   }
-  if (cap != nullptr && cap->is<JsonObject>()) {  // validateBasicResource: Value() (rounded up) below 0
-    for (const auto& [name, v] : cap->get<JsonObject>()) {
-      int64_t bytes = 0;
-      auto q = v.is<std::string>() ? ::ParseQuantity(v.get<std::string>()) : Result<Quantity>(Status::Invalid(""));
-      if (q.ok() && IsNegative(*q) && QuantityBytes(*q, &bytes))
-        errs.push_back({"FieldValueInvalid", "spec.capacity[" + name + "]",
-                        "Invalid value: " + std::to_string(bytes) + ": must be a valid resource quantity"});
-    }
-  }
+  CheckNotNegative(cap, "spec.capacity", errs);
   std::string policy = Str(spec, {"persistentVolumeReclaimPolicy"});
   if (policy != "Retain" && policy != "Delete" && policy != "Recycle")
     errs.push_back(NotSupported("spec.persistentVolumeReclaimPolicy", policy, {"Delete", "Recycle", "Retain"}));
@@ -142,6 +146,7 @@ inline void ValidatePvc(const Json& pvc, std::vector<FieldError>& errs) {
   }
   std::string sc = Str(spec, {"storageClassName"});
   if (!sc.empty()) Append(errs, CheckSubdomain("spec.storageClassName", sc));
+  CheckNotNegative(Path(pvc, {"status", "capacity"}), "status.capacity", errs);  // what /status may write
 }
 
 // legacyValidateEvent: involvedObject.namespace must match the event's namespace; an event
@@ -363,10 +368,19 @@ inline std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) 
   return errs;
 }
 
+// spec.resources.requests.storage of a claim in bytes; 0 when missing (Go's zero Quantity).
+inline double StorageRequest(const Json& claim) {
+  const std::string& q = Str(claim, {"spec", "resources", "requests", "storage"});
+  return q.empty() ? 0 : ParseQuantity(q);
+}
+
 // ValidatePersistentVolumeClaimUpdate / ValidatePersistentVolumeUpdate, reduced: a claim's spec is
-// immutable except resources, a first volumeName and a first storageClassName; a volume's
-// source is immutable, and so is its node affinity once set; a pod's spec as ValidatePodUpdate
-// allows (fake_pods.hpp). Empty when the update is allowed.
+// immutable except a bound claim's storage request (the phase is the stored one: the update
+// keeps the status), a first volumeName, a first storageClassName and volumeAttributesClassName
+// (these two as later servers allow), and its storage request may not shrink (1.24, with
+// RecoverVolumeExpansionFailure off); a volume's source is immutable, and so is its node
+// affinity once set; a pod's spec as ValidatePodUpdate allows (fake_pods.hpp). Empty when the
+// update is allowed. The real "spec is immutable" message goes on with a diff of the specs.
 inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json& old_obj, const Json& new_obj) {
   std::vector<FieldError> errs;
   if (t.plural == "pods") ValidatePodUpdate(old_obj, new_obj, errs);
@@ -377,12 +391,19 @@ inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json&
     Json a = old_spec, b = new_spec;  // copies, without the members that may change
     auto& ao = a.get<JsonObject>();
     auto& bo = b.get<JsonObject>();
-    for (const char* k : {"resources", "volumeAttributesClassName"}) ao.erase(k), bo.erase(k);
+    ao.erase("volumeAttributesClassName"), bo.erase("volumeAttributesClassName");
     if (Str(a, {"volumeName"}).empty()) ao.erase("volumeName"), bo.erase("volumeName");
     if (Member(a, "storageClassName") == nullptr) bo.erase("storageClassName");
+    const Json* requests = Path(b, {"resources", "requests"});
+    if (Str(new_obj, {"status", "phase"}) == "Bound" && requests != nullptr && requests->is<JsonObject>()) {
+      const Json* was = Path(a, {"resources", "requests", "storage"});
+      Obj(b, {"resources", "requests"})["storage"] = was != nullptr ? *was : Json("0");
+    }
     if (!(a == b))
       errs.push_back(Forbidden("spec", "spec is immutable after creation except resources.requests and "
                                        "volumeAttributesClassName for bound claims"));
+    if (StorageRequest(new_obj) < StorageRequest(old_obj))
+      errs.push_back(Forbidden("spec.resources.requests.storage", "field can not be less than previous value"));
   } else if (t.plural == "persistentvolumes") {
     static const char* kSources[] = {"hostPath", "local", "nfs", "csi", "iscsi", "fc", "rbd", "cephfs"};
     for (const char* k : kSources) {
@@ -486,6 +507,54 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
   } else if (t.plural == "pods") {
     ResetPodStatus(obj);
   }
+}
+
+inline constexpr const char* kBetaStorageClassAnn = "volume.beta.kubernetes.io/storage-class";
+
+// helper.GetPersistentVolumeClaimClass: the beta annotation first, then spec.storageClassName.
+inline std::string ClaimClass(const Json& claim) {
+  const Json* ann = Path(claim, {"metadata", "annotations", kBetaStorageClassAnn});
+  if (ann != nullptr && ann->is<std::string>()) return ann->get<std::string>();
+  return Str(claim, {"spec", "storageClassName"});
+}
+
+// The PersistentVolumeClaimResize admission plugin (plugin/pkg/admission/storage/persistentvolume/
+// resize/admission.go, Validate), on updates of a claim itself after they were validated: a
+// storage request may grow only while the claim is bound, and only when its class, the same
+// before and after, has allowVolumeExpansion: true. Why it refuses (the server answers 403
+// Forbidden), or "". Callers hold s.mu.
+inline std::string ResizeRefusal(Store& s, const Json& old_claim, const Json& new_claim) {
+  if (!(StorageRequest(new_claim) > StorageRequest(old_claim))) return "";
+  if (Str(old_claim, {"status", "phase"}) != "Bound") return "Only bound persistent volume claims can be expanded";
+  const std::string cls = ClaimClass(new_claim);
+  const Json* sc = cls.empty() || cls != ClaimClass(old_claim) ? nullptr : s.Get("storageclasses", cls);
+  const Json* allow = sc != nullptr ? Member(*sc, "allowVolumeExpansion") : nullptr;
+  if (allow != nullptr && allow->is<bool>() && allow->get<bool>()) return "";
+  return "only dynamically provisioned pvc can be resized and the storageclass that provisions the pvc must support resize";
+}
+
+// The status strategies' PrepareForUpdate (pkg/registry/core/*/strategy.go): an update through
+// /status keeps the stored spec (and a pod's ownerReferences); its metadata goes through as on
+// the main resource (no status strategy of these types resets it). A claim's
+// status.allocatedResources and status.resizeStatus need the RecoverVolumeExpansionFailure
+// gate, alpha and off in 1.24: dropped unless the stored claim has them
+// (pvcutil.DropDisabledFieldsFromStatus).
+inline void PrepareStatusUpdate(const ResourceType& t, const Json& cur, Json& next) {
+  JsonObject& o = next.get<JsonObject>();
+  if (const Json* spec = Member(cur, "spec"))
+    o["spec"] = *spec;
+  else
+    o.erase("spec");
+  if (t.plural == "pods") {
+    if (const Json* refs = Path(cur, {"metadata", "ownerReferences"}))
+      Meta(next)["ownerReferences"] = *refs;
+    else
+      Meta(next).erase("ownerReferences");
+  }
+  auto st = o.find("status");
+  if (t.plural == "persistentvolumeclaims" && st != o.end() && st->second.is<JsonObject>())
+    for (const char* k : {"allocatedResources", "resizeStatus"})
+      if (Path(cur, {"status", k}) == nullptr) st->second.get<JsonObject>().erase(k);
 }
 
 }  // namespace fake

@@ -1,10 +1,20 @@
 // A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
 // authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
-// uses (Status bodies, resourceVersion, conflicts, finalizers, patches), watches served from a
-// bounded history as the watch cache does, the PV controller and pvc-protection, the volume part
-// of kube-scheduler (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), and test
-// controls under /fake/ (fault injection, dropped watches, compaction, pause, delay, token
-// rotation, request log).
+// uses (Status bodies, resourceVersion, conflicts, finalizers, patches, /status subresources),
+// watches served from a bounded history as the watch cache does, the PV controller and
+// pvc-protection, the expand controller (fake_expand.hpp) and the PersistentVolumeClaimResize
+// admission plugin, the volume part of kube-scheduler (fake_scheduler.hpp: nodes, pods,
+// WaitForFirstConsumer claims), and test controls under /fake/ (fault injection, dropped
+// watches, compaction, pause, delay, token rotation, request log).
+//
+// Growing a claim, as Kubernetes 1.24 does it (unit_fake_expand.cpp): only a bound claim's
+// spec.resources.requests.storage may change, never downwards (422, "spec.resources.requests.
+// storage: Forbidden: field can not be less than previous value"), and up only when the claim's
+// StorageClass has allowVolumeExpansion: true (403 Forbidden from PersistentVolumeClaimResize);
+// then the expand controller records a Warning ExternalExpanding event and sets no annotation,
+// and the volume's provisioner finishes the expansion through the claim's /status as
+// external-resizer does. RecoverVolumeExpansionFailure is off, as in 1.24 (status.
+// allocatedResources and status.resizeStatus are dropped), although /version says 1.32.
 //
 // Usage in a test:
 //   fake::ApiServer api({.dir = tmpdir});
@@ -54,6 +64,7 @@
 
 #include "httplib.h"
 #include "test/fake_admission.hpp"
+#include "test/fake_expand.hpp"
 #include "test/fake_https.hpp"
 #include "test/fake_pvcontroller.hpp"
 #include "test/fake_rbac.hpp"
@@ -94,7 +105,7 @@ struct Fault {
 
 class ApiServer {
  public:
-  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), sched_(store_) {}
+  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), expand_(store_), sched_(store_) {}
   ~ApiServer() { Stop(); }
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -186,8 +197,9 @@ class ApiServer {
     Store::Lock l(store_);
     for (bool more = true; more;) {
       const bool controllers = ctl_.Drain();
+      const bool expander = expand_.Drain();
       const bool scheduler = sched_.Drain();
-      more = controllers || scheduler;
+      more = controllers || expander || scheduler;
     }
   }
 
@@ -253,6 +265,7 @@ class ApiServer {
   ApiServerOptions opts_;
   Store store_;
   PvController ctl_;
+  ExpandController expand_;
   Scheduler sched_;
   Rbac rbac_;
   bool rbac_enabled_ = false;
@@ -927,7 +940,7 @@ inline ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::st
 }
 
 // The common tail of update and patch: preconditions, strategy (status vs. main resource),
-// validation, no-op detection, commit, controllers. Callers hold store_.mu.
+// validation, validating admission, no-op detection, commit. Callers hold store_.mu.
 inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Json proposed) {
   using namespace server_detail;
   const ResourceType& t = *info.type;
@@ -938,43 +951,47 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
   std::string cur_rv = Str(cur, {"metadata", "resourceVersion"});
   if (!rv.empty() && rv != cur_rv)
     return {409, ConflictStatus(t, info.name, kModified)};
-  Json next;
+  Json next = std::move(proposed);
+  next.get<JsonObject>()["kind"] = Json(t.kind);
+  next.get<JsonObject>()["apiVersion"] = Json(t.ApiVersion());
   if (info.subresource == "status") {
-    next = cur;
-    if (const Json* st = Member(proposed, "status")) next.get<JsonObject>()["status"] = *st;
-  } else {
-    next = std::move(proposed);
-    next.get<JsonObject>()["kind"] = Json(t.kind);
-    next.get<JsonObject>()["apiVersion"] = Json(t.ApiVersion());
-    if (t.has_status) {
-      if (const Json* st = Member(cur, "status"))
-        next.get<JsonObject>()["status"] = *st;
-      else
-        next.get<JsonObject>().erase("status");
+    PrepareStatusUpdate(t, cur, next);
+  } else if (t.has_status) {  // the main resource keeps the stored status
+    if (const Json* st = Member(cur, "status"))
+      next.get<JsonObject>()["status"] = *st;
+    else
+      next.get<JsonObject>().erase("status");
+  }
+  JsonObject& m = Meta(next);
+  m["name"] = Json(info.name);
+  if (t.namespaced) m["namespace"] = Json(info.ns); else m.erase("namespace");
+  for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generateName"}) {
+    const Json* v = Path(cur, {"metadata", k});
+    if (v) m[k] = *v; else m.erase(k);
+  }
+  ApplyDefaults(t, next);
+  auto errs = Validate(t, next);
+  for (auto& e : ValidateUpdate(t, cur, next)) errs.push_back(e);
+  if (IsDeleting(cur)) {
+    auto old_fin = StringList(cur, {"metadata", "finalizers"});
+    std::vector<std::string> added;
+    for (const auto& f : StringList(next, {"metadata", "finalizers"}))
+      if (std::find(old_fin.begin(), old_fin.end(), f) == old_fin.end()) added.push_back(f);
+    if (!added.empty()) {
+      std::string list;
+      for (const auto& a : added) list += (list.empty() ? "\"" : ", \"") + a + "\"";
+      errs.push_back(Forbidden("metadata.finalizers",
+                               "no new finalizers can be added if the object is being deleted, found new finalizers []string{" + list + "}"));
     }
-    JsonObject& m = Meta(next);
-    m["name"] = Json(info.name);
-    if (t.namespaced) m["namespace"] = Json(info.ns); else m.erase("namespace");
-    for (const char* k : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generateName"}) {
-      const Json* v = Path(cur, {"metadata", k});
-      if (v) m[k] = *v; else m.erase(k);
+  }
+  if (!errs.empty()) return {422, InvalidStatus(t, info.name, errs)};
+  // Validating admission comes after the strategy's validation (Store.Update: BeforeUpdate, then
+  // updateValidation).
+  if (t.plural == "persistentvolumeclaims" && info.subresource.empty()) {
+    if (std::string why = ResizeRefusal(store_, cur, next); !why.empty()) {
+      Details d = DetailsFor(t, info.name);
+      return {403, StatusBody(403, "Forbidden", t.QualifiedResource() + " \"" + info.name + "\" is forbidden: " + why, &d)};
     }
-    ApplyDefaults(t, next);
-    auto errs = Validate(t, next);
-    for (auto& e : ValidateUpdate(t, cur, next)) errs.push_back(e);
-    if (IsDeleting(cur)) {
-      auto old_fin = StringList(cur, {"metadata", "finalizers"});
-      std::vector<std::string> added;
-      for (const auto& f : StringList(next, {"metadata", "finalizers"}))
-        if (std::find(old_fin.begin(), old_fin.end(), f) == old_fin.end()) added.push_back(f);
-      if (!added.empty()) {
-        std::string list;
-        for (const auto& a : added) list += (list.empty() ? "\"" : ", \"") + a + "\"";
-        errs.push_back(Forbidden("metadata.finalizers",
-                                 "no new finalizers can be added if the object is being deleted, found new finalizers []string{" + list + "}"));
-      }
-    }
-    if (!errs.empty()) return {422, InvalidStatus(t, info.name, errs)};
   }
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)

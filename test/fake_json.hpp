@@ -222,9 +222,68 @@ inline Json MergePatch(const Json& target, const Json& patch) {
   return out;
 }
 
+namespace patch_detail {
+inline Json StrategicMerge(const Json& target, const Json& patch);
+
+// A list with patchStrategy "merge" and patchMergeKey `key` (status.conditions by "type"): each
+// item of the patch merges into the target's item with the same key or is appended, and an
+// item {"$patch": "delete", key: ...} removes it; then "$setElementOrder/<list>" (`order`, if
+// any) puts the items it names first, in its order, the others after them as they were.
+inline Json MergeListByKey(const Json& target, const Json& patch, const std::string& key, const Json* order) {
+  JsonArray out = target.is<JsonArray>() ? target.get<JsonArray>() : JsonArray();
+  auto find = [&](const std::string& id) {
+    return std::find_if(out.begin(), out.end(), [&](const Json& e) { return Str(e, {key}) == id; });
+  };
+  for (const Json& item : patch.get<JsonArray>()) {
+    auto same = find(Str(item, {key}));
+    if (Str(item, {"$patch"}) == "delete") {
+      if (same != out.end()) out.erase(same);
+    } else if (same != out.end()) {
+      *same = StrategicMerge(*same, item);
+    } else {
+      out.push_back(StrategicMerge(Json(JsonObject()), item));
+    }
+  }
+  if (order != nullptr && order->is<JsonArray>()) {
+    JsonArray sorted;
+    for (const Json& o : order->get<JsonArray>())
+      if (auto it = find(Str(o, {key})); it != out.end()) sorted.push_back(*it), out.erase(it);
+    sorted.insert(sorted.end(), out.begin(), out.end());
+    out.swap(sorted);
+  }
+  return Json(out);
+}
+
+// A merge patch in which "conditions" lists merge by "type" and "$" directives are taken out.
+inline Json StrategicMerge(const Json& target, const Json& patch) {
+  if (!patch.is<JsonObject>()) return patch;
+  Json out = target.is<JsonObject>() ? target : Json(JsonObject());
+  auto& o = out.get<JsonObject>();
+  const auto& p = patch.get<JsonObject>();
+  for (const auto& [k, v] : p) {
+    if (k.rfind("$", 0) == 0) continue;
+    if (v.is<JsonNull>()) {
+      o.erase(k);
+      continue;
+    }
+    auto it = o.find(k);
+    const Json old = it == o.end() ? Json() : it->second;
+    if (k == "conditions" && v.is<JsonArray>()) {
+      auto order = p.find("$setElementOrder/conditions");
+      o[k] = MergeListByKey(old, v, "type", order == p.end() ? nullptr : &order->second);
+    } else {
+      o[k] = StrategicMerge(old, v);
+    }
+  }
+  return out;
+}
+}  // namespace patch_detail
+
 // Strategic merge patch, reduced to what our clients send: a merge patch in which
 // metadata.finalizers merges by value (patchStrategy "merge") and
-// "$deleteFromPrimitiveList/finalizers" removes values; other "$" directives are ignored.
+// "$deleteFromPrimitiveList/finalizers" removes values, "conditions" lists merge by "type"
+// (patchMergeKey, as in the status of claims, pods and nodes: "$patch": "delete" items and
+// "$setElementOrder/conditions" included); other lists are replaced, other "$" directives ignored.
 inline Json StrategicMergePatch(const Json& target, const Json& patch) {
   Json p = patch;
   std::vector<std::string> add, remove;
@@ -242,11 +301,9 @@ inline Json StrategicMergePatch(const Json& target, const Json& patch) {
         remove = StringList(m->second, {"$deleteFromPrimitiveList/finalizers"});
         mo.erase(d);
       }
-      for (auto it = mo.begin(); it != mo.end();) it = it->first.rfind("$", 0) == 0 ? mo.erase(it) : std::next(it);
     }
-    for (auto it = po.begin(); it != po.end();) it = it->first.rfind("$", 0) == 0 ? po.erase(it) : std::next(it);
   }
-  Json out = MergePatch(target, p);
+  Json out = patch_detail::StrategicMerge(target, p);
   if (has_add || !remove.empty()) {
     std::vector<std::string> fin = StringList(target, {"metadata", "finalizers"});
     for (const auto& a : add)

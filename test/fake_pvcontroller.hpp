@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "test/fake_admission.hpp"
+#include "test/fake_events.hpp"
 
 namespace fake {
 
@@ -385,42 +386,8 @@ class PvController {
 
   // Records an Event about the claim from the PV controller, once per claim and reason.
   void EmitOnce(const Json& claim, const std::string& type, const std::string& reason, const std::string& message) {
-    std::string uid = Str(claim, {"metadata", "uid"});
-    if (!emitted_.insert(uid + "/" + reason).second) return;
-    std::string ns = Str(claim, {"metadata", "namespace"}), name = Str(claim, {"metadata", "name"});
-    char suffix[32];
-    snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(NowNs()));
-    const std::string now = NowRfc3339();
-    // Members in name order: each is then appended, not inserted (the event is written per claim).
-    JsonObject inv;
-    inv["apiVersion"] = Json("v1");
-    inv["kind"] = Json("PersistentVolumeClaim");
-    inv["name"] = Json(name);
-    inv["namespace"] = Json(ns);
-    inv["resourceVersion"] = Json(Str(claim, {"metadata", "resourceVersion"}));
-    inv["uid"] = Json(uid);
-    JsonObject meta;
-    meta["name"] = Json(name + suffix);
-    meta["namespace"] = Json(ns);
-    JsonObject src;
-    src["component"] = Json("persistentvolume-controller");
-    Json ev{JsonObject()};
-    JsonObject& o = ev.get<JsonObject>();
-    o["apiVersion"] = Json("v1");
-    o["count"] = Json(1.0);
-    o["firstTimestamp"] = Json(now);
-    o["involvedObject"] = Json(std::move(inv));
-    o["kind"] = Json("Event");
-    o["lastTimestamp"] = Json(now);
-    o["message"] = Json(message);
-    o["metadata"] = Json(std::move(meta));
-    o["reason"] = Json(reason);
-    o["reportingComponent"] = Json("persistentvolume-controller");
-    o["reportingInstance"] = Json("");
-    o["source"] = Json(std::move(src));
-    o["type"] = Json(type);
-    InitMeta(ev);
-    s_.Put("events", std::move(ev));
+    if (!emitted_.insert(Str(claim, {"metadata", "uid"}) + "/" + reason).second) return;
+    s_.Put("events", MakeEvent(claim, "persistentvolume-controller", type, reason, message));
   }
 
   Store& s_;

@@ -643,7 +643,7 @@ TEST_CASE("lists: limit and continue, label and field selectors, namespaces") {
   CHECK(Admin(s.api, "POST", kPvcs, R"({"metadata":{"name":"z","namespace":"other"},)" + Pvc("z", "").substr(Pvc("z", "").find("\"spec\""))).code == 400);
 }
 
-TEST_CASE("status is written only through /status; PUT of a missing lease creates it") {
+TEST_CASE("status is written only through /status, the spec never there; PUT of a missing lease creates it") {
   Server s;
   REQUIRE(Admin(s.api, "POST", kPvcs, Pvc("c", "")).code == 201);
   Json claim = Admin(s.api, "GET", kPvcs + "/c").body;
@@ -655,10 +655,12 @@ TEST_CASE("status is written only through /status; PUT of a missing lease create
   CHECK(Str(main.body, {"metadata", "labels", "l"}) == "1");
   fake::Meta(claim)["resourceVersion"] = Json(Str(main.body, {"metadata", "resourceVersion"}));
   fake::Obj(claim, {"metadata", "labels"})["l"] = Json("2");
+  fake::Obj(claim, {"spec"})["volumeName"] = Json("elsewhere");
   Reply status = Admin(s.api, "PUT", kPvcs + "/c/status", claim.serialize());
   REQUIRE(status.code == 200);
   CHECK(Str(status.body, {"status", "phase"}) == "Lost");
-  CHECK(Str(status.body, {"metadata", "labels", "l"}) == "1");  // only status changes there
+  CHECK(Str(status.body, {"spec", "volumeName"}).empty());  // the status strategy keeps the spec
+  CHECK(Str(status.body, {"metadata", "labels", "l"}) == "2");  // and lets metadata through, as the real one
 
   std::string lease = R"({"metadata":{"name":"l"},"spec":{"holderIdentity":"me"}})";
   Reply created = Admin(s.api, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l", lease);
