@@ -21,7 +21,9 @@ struct Config {
   std::vector<std::string> allowed_pv_dirs;  // more roots a class's pvDir may name (normalised)
   std::string node_name;                 // "" = single-node mode; else serve this node only
   int deleted_node_cleanup_seconds = 0;
-  bool require_mount = false;            // default of the class parameter requireMount  // volumes of a Node deleted this long ago go; 0 = never
+  bool require_mount = false;            // default of the class parameter requireMount
+  bool check_free_space = true;          // default of the class parameter checkFreeSpace
+  bool overcommit = true;                // default of the class parameter overcommit  // volumes of a Node deleted this long ago go; 0 = never
   std::string reclaim_policy;            // "", Retain or Delete; "" = the class decides
   unsigned dir_mode = 0777;              // mode of new volume directories
   std::string kubeconfig;                // "" = in-cluster
@@ -112,6 +114,14 @@ inline const std::vector<Setting>& Settings() {
        "default of the StorageClass parameter requireMount: make and remove volumes only while a filesystem is "
        "mounted at their root (for a network share mounted on every node)",
        [](Config& c, const std::string& v) { return ParseBool(v, c.require_mount); }},
+      {"check-free-space", "CHECK_FREE_SPACE", "true",
+       "default of the StorageClass parameter checkFreeSpace: a claim is provisioned only if its size fits in "
+       "its root's free space (less what other volumes there were promised, unless the class overcommits)",
+       [](Config& c, const std::string& v) { return ParseBool(v, c.check_free_space); }},
+      {"overcommit", "OVERCOMMIT", "true",
+       "default of the StorageClass parameter overcommit; false: the free-space check also subtracts the capacity "
+       "of the other volumes under the same root (sizes add up to at most the disk)",
+       [](Config& c, const std::string& v) { return ParseBool(v, c.overcommit); }},
       {"reclaim-policy", "PV_RECLAIM_POLICY", "(the StorageClass's reclaimPolicy)",
        "Retain or Delete: overrides the StorageClass for every volume made",
        [](Config& c, const std::string& v) -> std::string {

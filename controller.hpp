@@ -34,6 +34,7 @@
 #include "reconcile.hpp"
 #include "recorder.hpp"
 #include "roots.hpp"
+#include "space.hpp"
 
 // Counters the controller keeps for the HTTP endpoint (all monotonic except depth).
 struct ControllerStats {
@@ -73,6 +74,12 @@ class NameSet {
   bool Contains(const std::string& name) const {
     std::lock_guard<std::mutex> lock(mu_);
     return names_.count(name) > 0;
+  }
+  std::vector<std::string> TakeAll() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::string> all(names_.begin(), names_.end());
+    names_.clear();
+    return all;
   }
 
  private:
@@ -194,8 +201,23 @@ class Controller {
   // made, SyncClaim no longer needs to remember making it.
   void OnVolume(const std::string& name, const Volume* now) {
     created_.Erase(name);
+    promises_.Set(name, now ? PromisedRoot(*now) : "", now ? now->capacity_bytes : -1);
+    if (now == nullptr)  // space freed: claims that did not fit try again now
+      for (const std::string& key : space_waiters_.TakeAll()) queue_.Add("claim/" + key);
     if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
   }
+  // The root under which a volume holds space that counts against new ones: a volume of ours
+  // made by this instance (or on every node); "" for any other.
+  std::string PromisedRoot(const Volume& v) const {
+    auto by = v.meta.annotations.find(ann::kProvisionedBy);
+    if (by == v.meta.annotations.end() || by->second != cfg_.provisioner_name) return "";
+    auto node = v.meta.annotations.find(ann::kNode);
+    const std::string made_on = node == v.meta.annotations.end() ? "" : node->second;
+    if (made_on != cfg_.node_name && !OnAllNodes(v)) return "";
+    auto root = v.meta.annotations.find(ann::kPvDir);
+    return root == v.meta.annotations.end() ? cfg_.pv_dir : root->second;
+  }
+
   // A class appeared or changed: claims of that class that failed may now succeed.
   void OnClass(const std::string& name) {
     if (!claims_.Synced() || !classes_.Get(name)) return;
@@ -464,6 +486,17 @@ class Controller {
       if (Status s = (*root)->FilesystemMounted(); !s.ok())
         return ProvisionFailed(w, claim, "requireMount: " + s.message() + "; nothing made until it is", true);
     }
+    if (a.check_space) {
+      Result<uint64_t> available = space_->Available(**root);
+      if (!available.ok()) return ProvisionFailed(w, claim, "cannot tell the free space: " + available.status().message());
+      auto [promised, volumes] = promises_.Under(a.root, a.volume.meta.name);
+      if (std::string shortfall = SpaceShortfall(a.request_bytes, *available, promised, volumes, a.overcommit);
+          !shortfall.empty()) {
+        space_waiters_.Insert(KeyOf(claim.meta));
+        return ProvisionFailed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall,
+                               true);
+      }
+    }
     if (Status s = (*root)->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
       const std::string hint = FixHint(s);
       const int e = s.sys_errno();
@@ -663,6 +696,10 @@ class Controller {
   std::function<bool()> may_act_ = [] { return true; };
   NameSet created_;  // PVs made (or being made) whose watch event has not come yet
   NameSet deleted_;  // PVs deleted that the cache still holds
+  NameSet space_waiters_;  // claims that did not fit: tried again when a volume goes
+  StatvfsSpace statvfs_;
+  const SpaceBackend* space_ = &statvfs_;
+  Promises promises_;
   Informer<Claim> claims_;
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;

@@ -47,6 +47,7 @@ struct ClaimRef {
 struct Volume {
   ObjectMeta meta;
   std::string capacity;  // spec.capacity.storage
+  int64_t capacity_bytes = -1;  // the same in bytes, kept in the cache instead (-1: not known)
   std::vector<std::string> access_modes;
   std::string volume_mode;
   std::string storage_class_name;

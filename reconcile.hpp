@@ -41,6 +41,9 @@ struct Action {
   std::string root;         // kProvision/kDelete: the root directory dir_name is in
   bool require_mount = false;  // kProvision/kDelete: only while a filesystem is mounted at root
   bool remove_dir = false;  // kLeave: the reclaim policy is Delete
+  int64_t request_bytes = 0;  // kProvision: the claim's size
+  bool check_space = false;   // kProvision: only if request_bytes fit (see space.hpp)
+  bool overcommit = false;    // kProvision: ... not counting what other volumes were promised
   Volume volume;            // kProvision: the PV to create
   std::string reason;       // kFail: event reason
   std::string message;      // kFail: event message (why, and what to do)
@@ -138,6 +141,8 @@ struct ClassParameters {
   std::string root;        // pvDir, else PV_DIR: where the class's volumes are made
   bool require_mount = false;  // requireMount: the root must be a mounted filesystem
   bool all_nodes = false;  // nodes: all: a directory on every node, a PV without node affinity
+  bool check_space = true;  // checkFreeSpace
+  bool overcommit = false;  // overcommit
 };
 
 inline std::string NodeFinalizer(const std::string& node) { return node + "/" + ann::kNodeFinalizerName; }
@@ -168,6 +173,8 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
   using reconcile_detail::ParseUnsigned;
   out->root = cfg.pv_dir;
   out->require_mount = cfg.require_mount;
+  out->check_space = cfg.check_free_space;
+  out->overcommit = cfg.overcommit;
   for (const auto& [key, value] : sc.parameters) {
     unsigned long v = 0;
     if (key == "uid" || key == "gid") {
@@ -186,6 +193,9 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
     } else if (key == "nodes") {
       if (value != "all" && value != "one") return "parameter nodes=\"" + value + "\" must be \"one\" or \"all\"";
       out->all_nodes = value == "all";
+    } else if (key == "checkFreeSpace" || key == "overcommit") {
+      if (value != "true" && value != "false") return "parameter " + key + "=\"" + value + "\" must be \"true\" or \"false\"";
+      (key == "overcommit" ? out->overcommit : out->check_space) = value == "true";
     } else if (key == "requireMount") {
       if (value != "true" && value != "false") return "parameter requireMount=\"" + value + "\" must be \"true\" or \"false\"";
       out->require_mount = value == "true";
@@ -198,7 +208,7 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
         return "parameter pvDir=\"" + value + "\" is not a directory this provisioner may use (" + dirs +
                "): add it to ALLOWED_PV_DIRS and mount it into the provisioner's pod at the same path";
     } else {
-      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount and nodes)";
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount, nodes, checkFreeSpace and overcommit)";
     }
   }
   if (out->all_nodes && out->local) return "parameters nodes=all and volumeType=local do not go together (a local volume has one node)";
@@ -334,8 +344,8 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
                         "=<node name> to the claim", false);
   if (claim.storage_request.empty())
     return Fail(failed, "spec.resources.requests.storage is missing: say how much storage the claim needs");
-  if (Result<int64_t> bytes = QuantityToBytes(claim.storage_request); !bytes.ok())
-    return Fail(failed, "storage request: " + bytes.status().message());
+  Result<int64_t> bytes = QuantityToBytes(claim.storage_request);
+  if (!bytes.ok()) return Fail(failed, "storage request: " + bytes.status().message());
   if (VolumeDirName(claim.meta.namespace_, claim.meta.name, VolumeNameFor(claim)).empty() ||
       !IsDnsName(claim.meta.uid, 128))
     return Fail(failed, "namespace, name or uid is not a valid Kubernetes name; refusing to make a path of it");
@@ -344,6 +354,9 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   a.volume = BuildVolume(cfg, claim, *sc, params);
   a.root = params.root;
   a.require_mount = params.require_mount;
+  a.request_bytes = *bytes;
+  a.check_space = params.check_space;
+  a.overcommit = params.overcommit;
   a.dir_name = VolumeDirName(claim.meta.namespace_, claim.meta.name, a.volume.meta.name);
   a.dir_mode = params.has_mode ? params.mode : cfg.dir_mode;
   a.uid = params.uid;
@@ -506,6 +519,7 @@ inline void SlimForCache(Volume* v) {
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();
+  if (Result<int64_t> bytes = QuantityToBytes(v->capacity); bytes.ok()) v->capacity_bytes = *bytes;
   v->capacity.clear();
   v->volume_mode.clear();
   // A volume on every node: a node that joins later makes its directory from these.

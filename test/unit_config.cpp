@@ -105,6 +105,10 @@ TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
   CHECK(c->allowed_pv_dirs == std::vector<std::string>{"/mnt/ssd", "/mnt/hdd", "/srv/pv"});
   CHECK(Parse({}).value().node_name.empty());
   CHECK(Parse({}).value().deleted_node_cleanup_seconds == 0);
+  CHECK(Parse({}).value().check_free_space);
+  CHECK(Parse({}).value().overcommit);
+  CHECK_FALSE(Parse({}, {{"OVERCOMMIT", "false"}}).value().overcommit);
+  CHECK_FALSE(Parse({"--check-free-space=false"}).value().check_free_space);
   CHECK(Parse({}, {{"NODE_NAME", "n1"}, {"DELETED_NODE_CLEANUP_DELAY", "600"}}).value().deleted_node_cleanup_seconds == 600);
   CHECK(Parse({}, {{"ALLOWED_PV_DIRS", ""}}).value().allowed_pv_dirs.empty());
   struct Row {

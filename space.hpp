@@ -1,0 +1,101 @@
+// Whether a new volume fits under its root. The space a filesystem has for new volumes is its
+// free space, minus, unless the class overcommits, what volumes of ours under the same root
+// were promised (their capacity) and may still fill. Nothing walks directories here: a
+// provision costs one statvfs. The accounting sits behind SpaceBackend, so that a quota
+// backend (ext4/xfs project quotas, which would also enforce the size) can replace it.
+#pragma once
+#include <cstdint>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "fsops.hpp"
+#include "status.hpp"
+
+class SpaceBackend {
+ public:
+  virtual ~SpaceBackend() = default;
+  // Bytes of the root's filesystem that new data may use.
+  virtual Result<uint64_t> Available(const Root& root) const = 0;
+};
+
+// The filesystem's own figure: statvfs's blocks available to unprivileged users.
+class StatvfsSpace : public SpaceBackend {
+ public:
+  Result<uint64_t> Available(const Root& root) const override {
+    uint64_t free_bytes = 0, total_bytes = 0;
+    if (Status s = root.Space(&free_bytes, &total_bytes); !s.ok()) return s;
+    return free_bytes;
+  }
+};
+
+// "10.0 GiB" (binary units, one decimal), for messages.
+inline std::string HumanBytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 6) v /= 1024, ++unit;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
+  return buf;
+}
+
+// Pure. Does a volume of `request` bytes fit, with `available` bytes free on the filesystem
+// and `promised` bytes promised to `volumes` other volumes under the same root? "" if it does,
+// else a message naming the sizes and what to do.
+inline std::string SpaceShortfall(int64_t request, uint64_t available, uint64_t promised, size_t volumes,
+                                  bool overcommit) {
+  const uint64_t want = request > 0 ? static_cast<uint64_t>(request) : 0;
+  const uint64_t room = overcommit ? available : (available > promised ? available - promised : 0);
+  if (want <= room) return "";
+  std::string message = "not enough space: " + HumanBytes(want) + " requested, " + HumanBytes(room) + " available";
+  if (!overcommit)
+    message += " (" + HumanBytes(available) + " free on the filesystem, less " + HumanBytes(promised) +
+               " promised to " + std::to_string(volumes) + " other volume" + (volumes == 1 ? "" : "s") + ")";
+  return message + "; free some space, ask for less" +
+         (overcommit ? std::string() : ", or let the class overcommit (parameter overcommit: \"true\")");
+}
+
+// What volumes of ours were promised, per root, kept up to date from the watch, so that a
+// provision never walks the cache. Thread-safe.
+class Promises {
+ public:
+  // Volume `name` is promised `bytes` under `root` (root "" or bytes < 0: it counts nowhere).
+  void Set(const std::string& name, const std::string& root, int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = by_name_.find(name); it != by_name_.end()) {
+      Total& t = by_root_[it->second.first];
+      t.bytes -= it->second.second;
+      if (--t.volumes == 0) by_root_.erase(it->second.first);
+      by_name_.erase(it);
+    }
+    if (root.empty() || bytes < 0) return;
+    by_name_[name] = {root, static_cast<uint64_t>(bytes)};
+    Total& t = by_root_[root];
+    t.bytes += static_cast<uint64_t>(bytes);
+    ++t.volumes;
+  }
+
+  // The bytes promised under `root`, and to how many volumes, leaving out volume `except`.
+  std::pair<uint64_t, size_t> Under(const std::string& root, const std::string& except) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_root_.find(root);
+    if (it == by_root_.end()) return {0, 0};
+    std::pair<uint64_t, size_t> out{it->second.bytes, it->second.volumes};
+    if (auto self = by_name_.find(except); self != by_name_.end() && self->second.first == root)
+      out = {out.first - self->second.second, out.second - 1};
+    return out;
+  }
+
+ private:
+  struct Total {
+    uint64_t bytes = 0;
+    size_t volumes = 0;
+  };
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::pair<std::string, uint64_t>> by_name_;
+  std::map<std::string, Total> by_root_;
+};

@@ -1,0 +1,67 @@
+// End to end: the free-space check. The root is a small tmpfs made by the test (needs root:
+// skipped, with a message, otherwise).
+#include <catch2/catch.hpp>
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "harness.hpp"
+
+using namespace harness;
+
+namespace {
+
+constexpr const char* kClaims = "/api/v1/namespaces/default/persistentvolumeclaims/";
+
+bool HasEvent(FakeApi& api, const std::string& claim, const std::string& reason, const std::string& part) {
+  for (const auto& e : api.EventsAbout("default", claim))
+    if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a claim that does not fit its root waits with an event naming both sizes, and binds once space frees up", "[e2e][space]") {
+  TempDir tmp;
+  const std::string pv_dir = tmp.path() + "/pv";
+  ::mkdir(pv_dir.c_str(), 0755);
+  if (::mount("tmpfs", pv_dir.c_str(), "tmpfs", 0, "size=10m") != 0) {
+    WARN("SKIPPED: cannot mount a tmpfs here (needs root): " << std::strerror(errno));
+    return;
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{pv_dir};
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("hostpath", "Delete"));  // the default: overcommit
+  api.CreateYaml(ClassYaml("strict", "Delete", "hostpath-provisioner.io/hostpath", "  overcommit: \"false\"\n"));
+  api.CreateYaml(ClassYaml("unchecked", "Delete", "hostpath-provisioner.io/hostpath", "  checkFreeSpace: \"false\"\n"));
+  Provisioner p(api, pv_dir);
+
+  // Larger than the filesystem: refused, whatever else is there.
+  api.CreateYaml(ClaimYaml("default", "huge", "hostpath", "20Mi"));
+  REQUIRE(Eventually([&] { return HasEvent(api, "huge", "ProvisioningFailed", "not enough space: 20.0 MiB requested, 10.0 MiB available"); }));
+  CHECK(ListDir(pv_dir).empty());
+  // The default overcommits: two 6Mi claims on 10 MiB both bind.
+  api.CreateYaml(ClaimYaml("default", "a", "hostpath", "6Mi"));
+  api.CreateYaml(ClaimYaml("default", "b", "hostpath", "6Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "a")) == "Bound" && Phase(api.Claim("default", "b")) == "Bound"; }));
+  // A strict class counts what a and b were promised: 10 MiB free, less 12 MiB promised.
+  api.CreateYaml(ClaimYaml("default", "c", "strict", "1Mi"));
+  REQUIRE(Eventually([&] { return HasEvent(api, "c", "ProvisioningFailed", "less 12.0 MiB promised to 2 other volumes"); }));
+  CHECK(Phase(api.Claim("default", "c")) == "Pending");
+  // Turned off, anything goes.
+  api.CreateYaml(ClaimYaml("default", "d", "unchecked", "1Ti"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "d")) == "Bound"; }));
+  REQUIRE(api.Delete(kClaims + std::string("d")).code == 200);
+  // a and b go: c binds without waiting for its backoff.
+  REQUIRE(api.Delete(kClaims + std::string("a")).code == 200);
+  REQUIRE(api.Delete(kClaims + std::string("b")).code == 200);
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "c")) == "Bound"; }));
+  CHECK(Phase(api.Claim("default", "huge")) == "Pending");
+  CHECK(api.Denials().empty());
+}

@@ -1,0 +1,41 @@
+// The free-space check's arithmetic and bookkeeping (space.hpp).
+#include <catch2/catch.hpp>
+
+#include "space.hpp"
+
+TEST_CASE("SpaceShortfall: fits, or names the sizes and what to do", "[space]") {
+  const int64_t mib = 1 << 20;
+  CHECK(SpaceShortfall(5 * mib, 10 * mib, 0, 0, false).empty());
+  CHECK(SpaceShortfall(10 * mib, 10 * mib, 0, 0, false).empty());
+  CHECK(SpaceShortfall(5 * mib, 10 * mib, 8 * mib, 3, true).empty());  // overcommit: promises do not count
+  std::string strict = SpaceShortfall(5 * mib, 10 * mib, 8 * mib, 3, false);
+  CHECK(strict == "not enough space: 5.0 MiB requested, 2.0 MiB available (10.0 MiB free on the filesystem, less 8.0 MiB "
+                  "promised to 3 other volumes); free some space, ask for less, or let the class overcommit (parameter "
+                  "overcommit: \"true\")");
+  CHECK_THAT(SpaceShortfall(5 * mib, 10 * mib, 20 * mib, 1, false), Catch::Contains("0 B available") && Catch::Contains("1 other volume)"));
+  CHECK(SpaceShortfall(11 * mib, 10 * mib, 0, 0, true) ==
+        "not enough space: 11.0 MiB requested, 10.0 MiB available; free some space, ask for less");
+  CHECK(HumanBytes(0) == "0 B");
+  CHECK(HumanBytes(1536) == "1.5 KiB");
+  CHECK(HumanBytes(uint64_t{1} << 40) == "1.0 TiB");
+}
+
+TEST_CASE("Promises: per root, updated in place, leaving a volume out", "[space]") {
+  Promises p;
+  p.Set("v1", "/a", 100);
+  p.Set("v2", "/a", 50);
+  p.Set("v3", "/b", 7);
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{150}, size_t{2}));
+  CHECK(p.Under("/a", "v1") == std::make_pair(uint64_t{50}, size_t{1}));
+  CHECK(p.Under("/a", "v3") == std::make_pair(uint64_t{150}, size_t{2}));  // v3 is under /b
+  p.Set("v1", "/a", 300);  // a changed volume replaces its old figure
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{350}, size_t{2}));
+  p.Set("v2", "/b", 1);  // moved (as a recreated volume of that name would be)
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{300}, size_t{1}));
+  CHECK(p.Under("/b", "") == std::make_pair(uint64_t{8}, size_t{2}));
+  p.Set("v1", "", -1);  // gone, or no longer ours
+  p.Set("unknown", "", -1);
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{0}, size_t{0}));
+  p.Set("v4", "/a", -1);  // size unknown: counts nowhere
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{0}, size_t{0}));
+}
