@@ -48,7 +48,7 @@ TEST_CASE("requireMount: nothing is made or removed while the share is not mount
   api.CreateYaml(ClassYaml("shared", "Delete", "hostpath-provisioner.io/hostpath",
                            "  pvDir: " + share + "\n  requireMount: \"true\"\n"));
   Provisioner p(api, pv_dir, {{"ALLOWED_PV_DIRS", share}});
-  api.CreateYaml(ClaimYaml("default", "s1", "shared"));
+  api.CreateYaml(ClaimYaml("default", "s1", "shared", "1Mi"));
 
   // Not mounted: a Warning, and nothing written to the directory beneath.
   REQUIRE(Eventually([&] { return CountEvents(api, "default", "s1", "ProvisioningFailed", "requireMount") > 0; }));

@@ -233,7 +233,7 @@ TEST_CASE("a node whose root is full hands the claim back to the scheduler, whic
   n.Claim("data", "hostpath");
   n.api->CreateYaml(PodYaml("app", "data"));  // the scheduler tries node-a first (by name)
   REQUIRE(n.WaitBound("data"));
-  CHECK(n.Events("data", "ProvisioningFailed", "No space left") > 0);
+  CHECK(n.Events("data", "ProvisioningFailed", "not enough space") > 0);  // the root is 1 MiB
   CHECK(n.Events("data", "ProvisioningFailed", "asking the scheduler for another node") > 0);
   CHECK(AffinityNode(n.api->Volume(n.VolumeOf("data"))) == "node-b");
   CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-b"; }));

@@ -240,7 +240,7 @@ TEST_CASE("a full volume root is reported as full, not as a permission problem",
     ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
   } unmount{c.pv_dir};
   Provisioner p(c.api, c.pv_dir);
-  c.api.CreateYaml(ClaimYaml("default", "no-room", "hostpath"));
+  c.api.CreateYaml(ClaimYaml("default", "no-room", "hostpath", "1Ki"));  // fits: the inodes are what is short
   REQUIRE(Eventually([&] { return HasEvent(c.api, "default", "no-room", "ProvisioningFailed", "No space left"); }));
   for (const auto& e : c.api.EventsAbout("default", "no-room")) {
     if (e.get("reason").to_str() != "ProvisioningFailed") continue;
