@@ -502,6 +502,9 @@ TEST_CASE("every connection dropped by the API server (a restart): watches resum
   Restartable prov(c.api, c.pv_dir, {{"WORKERS", "1"}});  // one worker: its connection is the dropped one
   TrackedClaim before = CreateClaim(c.api, "before", kDeleteClass, false);
   REQUIRE(Eventually([&] { return IsBoundTo(Claims(c.api), before); }));
+  // Its event recorded first: a request in flight when the connections drop (under a slow
+  // ThreadSanitizer build, the recorder's) would lose its answer too.
+  REQUIRE(Eventually([&] { return CountReason(c.api.EventsAbout("default", "before"), "ProvisioningSucceeded") == 1; }));
   auto watches = [&](const char* resource) { return Filter(Requests(c.api), kProvisionerUser, "watch", resource).size(); };
   size_t claim_watches = watches("persistentvolumeclaims"), volume_watches = watches("persistentvolumes");
   // Every connection goes at once, without TLS close_notify: the watches' and the kept-alive
