@@ -41,6 +41,20 @@ bool HeldBy(FakeApi& api, const std::string& pv, std::initializer_list<const cha
   return std::includes(f.begin(), f.end(), want.begin(), want.end());
 }
 
+// Each node registered as its kubelet would, with an instance on the shared PV_DIR.
+void RegisterAndStart(Nodes& n, std::initializer_list<const char*> nodes) {
+  for (const char* node : nodes) {
+    n.api->RegisterNode(node);
+    n.StartShared(node);
+  }
+}
+
+bool CanShare() {
+  if (!Nodes::CanShare())
+    WARN("SKIPPED: needs root, to give each instance the same PV_DIR in a mount namespace of its own");
+  return Nodes::CanShare();
+}
+
 int VolumeCount(FakeApi& api) {
   Reply r = api.Get("/api/v1/persistentvolumes");
   return r.code == 200 ? static_cast<int>(r.json.get("items").get<picojson::array>().size()) : -1;
@@ -57,15 +71,9 @@ int Warnings(Nodes& n, const std::string& claim) {
 
 TEST_CASE("nodes: all: one PV without node affinity, a directory on every node, joined late too, all removed", "[e2e][every]") {
   Nodes n;
-  if (!Nodes::CanShare()) {
-    WARN("SKIPPED: needs root, to give each instance the same PV_DIR in a mount namespace of its own");
-    return;
-  }
+  if (!CanShare()) return;
   n.api->CreateYaml(EveryNodeClass("everywhere", "Delete"));
-  for (const char* node : {"node-a", "node-b", "node-c"}) {
-    n.api->RegisterNode(node);
-    n.StartShared(node);
-  }
+  RegisterAndStart(n, {"node-a", "node-b", "node-c"});
   n.Claim("shared", "everywhere");
   REQUIRE(n.WaitBound("shared"));
   const std::string pv = n.VolumeOf("shared"), dir = "default-shared-" + pv;
@@ -99,15 +107,9 @@ TEST_CASE("nodes: all: one PV without node affinity, a directory on every node, 
 
 TEST_CASE("nodes: all with Retain: the PV released and deleted by hand, every directory stays", "[e2e][every]") {
   Nodes n;
-  if (!Nodes::CanShare()) {
-    WARN("SKIPPED: needs root, to give each instance the same PV_DIR in a mount namespace of its own");
-    return;
-  }
+  if (!CanShare()) return;
   n.api->CreateYaml(EveryNodeClass("kept", "Retain"));
-  for (const char* node : {"node-a", "node-b"}) {
-    n.api->RegisterNode(node);
-    n.StartShared(node);
-  }
+  RegisterAndStart(n, {"node-a", "node-b"});
   n.Claim("keep", "kept");
   REQUIRE(n.WaitBound("keep"));
   const std::string pv = n.VolumeOf("keep"), dir = "default-keep-" + pv;
@@ -125,15 +127,9 @@ TEST_CASE("nodes: all with Retain: the PV released and deleted by hand, every di
 
 TEST_CASE("nodes: all: a node deleted while the volume is being deleted does not hold it", "[e2e][every]") {
   Nodes n;
-  if (!Nodes::CanShare()) {
-    WARN("SKIPPED: needs root, to give each instance the same PV_DIR in a mount namespace of its own");
-    return;
-  }
+  if (!CanShare()) return;
   n.api->CreateYaml(EveryNodeClass("everywhere", "Delete"));
-  for (const char* node : {"node-a", "node-b", "node-c"}) {
-    n.api->RegisterNode(node);
-    n.StartShared(node);
-  }
+  RegisterAndStart(n, {"node-a", "node-b", "node-c"});
   n.Claim("shared", "everywhere");
   REQUIRE(n.WaitBound("shared"));
   const std::string pv = n.VolumeOf("shared"), dir = "default-shared-" + pv;
@@ -152,15 +148,9 @@ TEST_CASE("nodes: all: a node deleted while the volume is being deleted does not
 
 TEST_CASE("nodes: all: an instance killed in the middle of its cleanup finishes it when restarted", "[e2e][every]") {
   Nodes n;
-  if (!Nodes::CanShare()) {
-    WARN("SKIPPED: needs root, to give each instance the same PV_DIR in a mount namespace of its own");
-    return;
-  }
+  if (!CanShare()) return;
   n.api->CreateYaml(EveryNodeClass("everywhere", "Delete"));
-  for (const char* node : {"node-a", "node-b"}) {
-    n.api->RegisterNode(node);
-    n.StartShared(node);
-  }
+  RegisterAndStart(n, {"node-a", "node-b"});
   n.Claim("big", "everywhere");
   REQUIRE(n.WaitBound("big"));
   const std::string pv = n.VolumeOf("big"), dir = "default-big-" + pv;
