@@ -25,6 +25,7 @@
 
 #include "config.hpp"
 #include "every_node.hpp"
+#include "expander.hpp"
 #include "fsops.hpp"
 #include "gone_nodes.hpp"
 #include "informer.hpp"
@@ -192,9 +193,10 @@ class Controller {
   static Outcome Retry(int retry_after = 0) { return {true, retry_after}; }
 
   // A watch event (or a relist) changed a claim: a worker looks at it only if it may need a
-  // volume. A claim that is bound or gone needs nothing; most events of a burst are of those.
+  // volume, or a bound one asks for more. A claim that is bound or gone needs nothing; most
+  // events of a burst are of those.
   void OnClaim(const std::string& key, const Claim* now) {
-    if (now != nullptr && ClaimMayNeedVolume(cfg_, *now)) queue_.Add("claim/" + key);
+    if (now != nullptr && (ClaimMayNeedVolume(cfg_, *now) || ExpansionAsked(*now))) queue_.Add("claim/" + key);
   }
   // A volume changed: a worker looks at it if there is something to do (DecideVolume), or if
   // it is gone (SyncVolume then forgets that it deleted it). Once the cache holds a volume we
@@ -273,7 +275,7 @@ class Controller {
     std::unique_lock<std::mutex> lock(stop_mu_);
     while (!stop_cv_.wait_for(lock, std::chrono::seconds(cfg_.resync_seconds), [this] { return stopped_; })) {
       claims_.ForEach([&](const Claim& c) {
-        if (c.volume_name.empty()) queue_.Add("claim/" + KeyOf(c.meta));
+        if (c.volume_name.empty() || ExpansionAsked(c)) queue_.Add("claim/" + KeyOf(c.meta));
       });
       volumes_.ForEach([&](const Volume& v) {
         if (v.phase != "Bound") queue_.Add("volume/" + v.meta.name);
@@ -447,6 +449,7 @@ class Controller {
     if (!claim) return Done();  // gone
     std::optional<StorageClass> sc;
     if (!claim->storage_class_name.empty()) sc = classes_.Get(claim->storage_class_name);
+    if (!claim->volume_name.empty()) return SyncExpansion(w, *claim, sc ? &*sc : nullptr);
     std::string pv_name = VolumeNameFor(*claim);
     // Asked before the cache: the volume's watch event puts it in the cache, then forgets that
     // it was made. Asked the other way round, an event in between would make both say "no".
@@ -473,6 +476,26 @@ class Controller {
         return Provision(w, *claim, a);
       default:
         return Done();
+    }
+  }
+
+  // A bound claim asks for more than it has: expand its volume, if it is ours.
+  Outcome SyncExpansion(Worker& w, const Claim& claim, const StorageClass* sc) {
+    std::optional<Volume> v = volumes_.Get(claim.volume_name);
+    Expansion e = DecideExpansion(cfg_, claim, sc, v ? &*v : nullptr);
+    if (e.kind == Expansion::kNothing) {
+      LogDebug(2, "claim " + KeyOf(claim.meta) + ": nothing to expand: " + e.why);
+      return Done();
+    }
+    if (e.kind == Expansion::kFail) {
+      LogWarn("claim " + KeyOf(claim.meta) + ": " + e.why);
+      recorder_.Warning(Of(claim), reason::kVolumeResizeFailed, e.why);
+      return Retry();
+    }
+    switch (expander_.Expand(w.api, claim, *v, e, Of(claim))) {
+      case Expander::Next::kDone: return Done();
+      case Expander::Next::kNoRoom: space_waiters_.Insert(KeyOf(claim.meta)); return Retry();
+      default: return Retry(w.conn.last_retry_after());
     }
   }
 
@@ -700,6 +723,7 @@ class Controller {
   StatvfsSpace statvfs_;
   const SpaceBackend* space_ = &statvfs_;
   Promises promises_;
+  Expander expander_{roots_, &space_, &promises_, &recorder_};
   Informer<Claim> claims_;
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;

@@ -106,6 +106,25 @@ class KubeApi {
     return Check(r, "remove annotation " + key + " from PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
   }
 
+  // PATCH a claim's status (strategic merge; `patch` carries its resourceVersion, so a claim
+  // changed since is kConflict). Returns the resourceVersion it has now.
+  Result<std::string> PatchClaimStatus(const Claim& c, const std::string& patch) {
+    auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name +
+                            "/status", patch, "application/strategic-merge-patch+json");
+    if (Status s = Check(r, "update the status of PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name); !s.ok())
+      return s;
+    Result<Claim> now = FromJsonText<Claim>(r->body);
+    if (!now.ok()) return now.status();
+    return now->meta.resource_version;
+  }
+
+  // Sets a PV's spec.capacity.storage, if its uid is still the volume's (else kConflict).
+  Status SetVolumeCapacity(const Volume& v, const std::string& capacity) {
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, CapacityPatchJson(v.meta.uid, capacity),
+                            "application/merge-patch+json");
+    return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
+  }
+
   // Does the Node exist? (kNotFound when it does not.)
   Status GetNode(const std::string& name) {
     return Check(conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json",

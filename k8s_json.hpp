@@ -118,6 +118,15 @@ class Fields {
     return Status::Ok();
   }
 
+  Status Bool(const std::string& key, bool* out) const {
+    *out = false;
+    const Value* v = Find(key);
+    if (v == nullptr) return Status::Ok();
+    if (!v->is<bool>()) return WrongType(path_, key, "a boolean", *v);
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+
   Status StringList(const std::string& key, std::vector<std::string>* out) const {
     out->clear();
     const Value* v = Find(key);
@@ -189,6 +198,19 @@ inline Status Read(const Fields& top, Claim* c) {
   K8S_JSON_TRY(spec.Sub("resources", &resources));
   K8S_JSON_TRY(resources.Sub("requests", &requests));
   K8S_JSON_TRY(requests.QuantityText("storage", &c->storage_request));
+  Fields capacity(nullptr, "");
+  K8S_JSON_TRY(status.Sub("capacity", &capacity));
+  K8S_JSON_TRY(capacity.QuantityText("storage", &c->capacity));
+  c->resizing = false;
+  if (const Value* conditions = status.Find("conditions"); conditions != nullptr && conditions->is<picojson::array>()) {
+    for (const Value& cond : conditions->get<picojson::array>()) {
+      Fields f(&cond, "status.conditions[]");
+      std::string type, state;
+      K8S_JSON_TRY(f.String("type", &type));
+      K8S_JSON_TRY(f.String("status", &state));
+      c->resizing = c->resizing || (type == "Resizing" && state == "True");
+    }
+  }
   return status.String("phase", &c->phase);
 }
 
@@ -226,6 +248,7 @@ inline Status Read(const Fields& top, StorageClass* sc) {
   K8S_JSON_TRY(top.String("reclaimPolicy", &sc->reclaim_policy));
   K8S_JSON_TRY(top.String("volumeBindingMode", &sc->volume_binding_mode));
   K8S_JSON_TRY(top.StringMap("parameters", &sc->parameters));
+  K8S_JSON_TRY(top.Bool("allowVolumeExpansion", &sc->allow_volume_expansion));
   return top.StringList("mountOptions", &sc->mount_options);
 }
 
@@ -433,6 +456,35 @@ inline std::string FinalizersPatchJson(const std::string& resource_version, cons
 inline std::string RemoveAnnotationJson(const std::string& uid, const std::string& key) {
   using namespace k8s_json_detail;
   return Value(Object{{"metadata", Value(Object{{"annotations", Value(Object{{key, Value()}})}, {"uid", Str(uid)}})}})
+      .serialize();
+}
+
+// Volume expansion, as an external resizer writes it (strategic merge patches of a claim's
+// status, with its resourceVersion as a precondition). The first marks the claim Resizing
+// (`now`: RFC 3339); the second records the new capacity and takes the resize conditions out.
+inline std::string ResizingPatchJson(const std::string& resource_version, const std::string& now) {
+  using namespace k8s_json_detail;
+  Object cond{{"type", Str("Resizing")}, {"status", Str("True")}, {"lastTransitionTime", Str(now)}, {"lastProbeTime", Value()}};
+  return Value(Object{{"metadata", Value(Object{{"resourceVersion", Str(resource_version)}})},
+                      {"status", Value(Object{{"conditions", Value(picojson::array{Value(cond)})}})}})
+      .serialize();
+}
+inline std::string ResizedPatchJson(const std::string& resource_version, const std::string& capacity) {
+  using namespace k8s_json_detail;
+  picojson::array drop;
+  for (const char* type : {"Resizing", "FileSystemResizePending"})
+    drop.push_back(Value(Object{{"$patch", Str("delete")}, {"type", Str(type)}}));
+  return Value(Object{{"metadata", Value(Object{{"resourceVersion", Str(resource_version)}})},
+                      {"status", Value(Object{{"capacity", Value(Object{{"storage", Str(capacity)}})},
+                                              {"conditions", Value(drop)}})}})
+      .serialize();
+}
+
+// The merge patch that sets a PV's capacity, guarded by its uid.
+inline std::string CapacityPatchJson(const std::string& uid, const std::string& capacity) {
+  using namespace k8s_json_detail;
+  return Value(Object{{"metadata", Value(Object{{"uid", Str(uid)}})},
+                      {"spec", Value(Object{{"capacity", Value(Object{{"storage", Str(capacity)}})}})}})
       .serialize();
 }
 

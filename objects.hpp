@@ -23,6 +23,7 @@ struct StorageClass {
   std::string volume_binding_mode;  // Immediate | WaitForFirstConsumer
   std::map<std::string, std::string> parameters;
   std::vector<std::string> mount_options;
+  bool allow_volume_expansion = false;
 };
 
 struct Claim {
@@ -36,6 +37,11 @@ struct Claim {
   bool has_selector = false;     // spec.selector present
   bool has_data_source = false;  // spec.dataSource / dataSourceRef present
   std::string phase;             // status.phase
+  std::string capacity;          // status.capacity.storage, as written
+  bool resizing = false;         // status.conditions has Resizing "True"
+  // The request and the capacity in bytes (-1: not known), kept in the cache of a bound claim
+  // instead of the texts: is an expansion asked for?
+  int64_t request_bytes = -1, capacity_bytes = -1;
 };
 
 struct ClaimRef {

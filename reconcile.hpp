@@ -503,7 +503,13 @@ inline void SlimForCache(Claim* c) {
                                                     ann::kSelectedNode, ann::kNode, ann::kKubevirtNode});
   c->meta.labels.clear();
   c->meta.finalizers.clear();
-  if (!c->volume_name.empty()) {
+  Result<int64_t> request = QuantityToBytes(c->storage_request), capacity = QuantityToBytes(c->capacity);
+  c->request_bytes = request.ok() ? *request : -1;
+  c->capacity_bytes = capacity.ok() ? *capacity : -1;
+  // A bound claim keeps its request, capacity and class only while it asks for more than it
+  // has (an expansion).
+  if (!c->volume_name.empty() && !(c->capacity_bytes >= 0 && c->request_bytes > c->capacity_bytes)) {
+    c->capacity.clear();
     c->meta.annotations.clear();
     c->access_modes.clear();
     c->storage_request.clear();

@@ -680,3 +680,37 @@ TEST_CASE("ParseList: pages and rejections", "[k8s_json]") {
     if (!p.ok()) CHECK_THAT(p.status().message(), Catch::Contains(c.error));
   }
 }
+
+TEST_CASE("ClaimFromJson: status capacity and the Resizing condition; a class's allowVolumeExpansion", "[k8s_json]") {
+  Result<Claim> c = FromJson<Claim>(Json(R"({"metadata": {"name": "data"}, "status": {"phase": "Bound",
+    "capacity": {"storage": "1Gi"}, "conditions": [{"type": "FileSystemResizePending", "status": "True"},
+    {"type": "Resizing", "status": "True"}]}})"));
+  REQUIRE(c.ok());
+  CHECK(c->capacity == "1Gi");
+  CHECK(c->resizing);
+  Result<Claim> not_now = FromJson<Claim>(Json(R"({"metadata": {"name": "data"}, "status": {"capacity": {"storage": 1024},
+    "conditions": [{"type": "Resizing", "status": "False"}]}})"));
+  REQUIRE(not_now.ok());
+  CHECK(not_now->capacity == "1024");
+  CHECK_FALSE(not_now->resizing);
+  Result<Claim> bad = FromJson<Claim>(Json(R"({"metadata": {"name": "data"}, "status": {"conditions": [{"type": 1}]}})"));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("status.conditions[].type") != std::string::npos);
+
+  Result<StorageClass> sc = FromJson<StorageClass>(Json(R"({"metadata": {"name": "s"}, "provisioner": "p", "allowVolumeExpansion": true})"));
+  REQUIRE(sc.ok());
+  CHECK(sc->allow_volume_expansion);
+  Result<StorageClass> text = FromJson<StorageClass>(Json(R"({"metadata": {"name": "s"}, "allowVolumeExpansion": "yes"})"));
+  REQUIRE_FALSE(text.ok());
+  CHECK(text.status().message().find("allowVolumeExpansion: expected a boolean") != std::string::npos);
+}
+
+TEST_CASE("the expansion patches: Resizing with the resourceVersion, then the capacity with the conditions taken out", "[k8s_json]") {
+  CHECK(ResizingPatchJson("7", "2026-11-25T20:00:00Z") ==
+        R"({"metadata":{"resourceVersion":"7"},"status":{"conditions":[{"lastProbeTime":null,)"
+        R"("lastTransitionTime":"2026-11-25T20:00:00Z","status":"True","type":"Resizing"}]}})");
+  CHECK(ResizedPatchJson("8", "2Gi") ==
+        R"({"metadata":{"resourceVersion":"8"},"status":{"capacity":{"storage":"2Gi"},"conditions":[)"
+        R"({"$patch":"delete","type":"Resizing"},{"$patch":"delete","type":"FileSystemResizePending"}]}})");
+  CHECK(CapacityPatchJson("u-1", "2Gi") == R"({"metadata":{"uid":"u-1"},"spec":{"capacity":{"storage":"2Gi"}}})");
+}

@@ -533,6 +533,7 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
   std::set<Grant> expected = {
       {"", "persistentvolumeclaims", "list"},  {"", "persistentvolumeclaims", "watch"},
       {"", "persistentvolumeclaims", "patch"},  // removes volume.kubernetes.io/selected-node
+      {"", "persistentvolumeclaims/status", "patch"},  // expansion: Resizing, then the new capacity
       {"", "persistentvolumes", "get"},        {"", "persistentvolumes", "list"},
       {"", "persistentvolumes", "watch"},      {"", "persistentvolumes", "create"},
       {"", "persistentvolumes", "delete"},     {"", "persistentvolumes", "patch"},

@@ -1,0 +1,87 @@
+// The steps of a volume expansion that expansion.hpp decided, as an external resizer takes
+// them: mark the claim Resizing (a Normal event), check that the growth fits, set the PV's
+// spec.capacity, then set the claim's status.capacity and take the resize conditions out
+// (VolumeResizeSuccessful). A failure is a VolumeResizeFailed Warning and is retried; the
+// claim stays Resizing meanwhile, as with the external resizer. Each step is idempotent and
+// the claim's changes carry its resourceVersion, so a retry or a second instance never
+// records a size twice.
+#pragma once
+#include <string>
+
+#include "expansion.hpp"
+#include "k8s.hpp"
+#include "log.hpp"
+#include "recorder.hpp"
+#include "roots.hpp"
+#include "space.hpp"
+
+class Expander {
+ public:
+  Expander(Roots* roots, const SpaceBackend* const* space, const Promises* promises, EventRecorder* recorder)
+      : roots_(roots), space_(space), promises_(promises), recorder_(recorder) {}
+
+  enum class Next { kDone, kRetry, kNoRoom };  // kNoRoom: retried, and at once when space frees up
+
+  Next Expand(KubeApi& api, const Claim& claim, const Volume& v, const Expansion& e, const Involved& who) {
+    const std::string key = claim.meta.namespace_ + "/" + claim.meta.name;
+    std::string resource_version = claim.meta.resource_version;
+    if (!claim.resizing) {
+      Result<std::string> rv = api.PatchClaimStatus(claim, ResizingPatchJson(resource_version, logging::UtcNow(0)));
+      if (!rv.ok()) return Quiet(key, rv.status());
+      resource_version = *rv;
+      recorder_->Normal(who, reason::kResizing, "Expanding volume " + v.meta.name + " to " + e.size);
+    }
+    if (!e.volume_done) {
+      bool no_room = false;
+      if (std::string why = Fits(v, e, &no_room); !why.empty()) {
+        LogWarn("claim " + key + ": " + why);
+        recorder_->Warning(who, reason::kVolumeResizeFailed, why);
+        return no_room ? Next::kNoRoom : Next::kRetry;
+      }
+      if (Status s = api.SetVolumeCapacity(v, e.size); !s.ok()) {
+        LogWarn("claim " + key + ": " + s.message());
+        recorder_->Warning(who, reason::kVolumeResizeFailed, "expanding volume " + v.meta.name + " failed: " + s.message());
+        return Next::kRetry;
+      }
+    }
+    Result<std::string> done = api.PatchClaimStatus(claim, ResizedPatchJson(resource_version, e.size));
+    if (!done.ok()) return Quiet(key, done.status());
+    LogInfo("expanded volume " + v.meta.name + " of " + key + " to " + e.size);
+    recorder_->Normal(who, reason::kVolumeResizeSuccessful, "Resize volume succeeded");
+    return Next::kDone;
+  }
+
+ private:
+  // "" when the growth fits (or is not checked), else why not. With overcommit only the
+  // growth must fit in the free space; without, the whole new size must fit in the free space
+  // less what the other volumes under the root were promised, as for a new volume. *no_room:
+  // the space is what is short.
+  std::string Fits(const Volume& v, const Expansion& e, bool* no_room) const {
+    Result<Roots::Ref> root = roots_->Get(e.root);
+    if (!root.ok()) return "cannot use " + e.root + ": " + root.status().message();
+    if (e.require_mount)
+      if (Status s = (*root)->FilesystemMounted(); !s.ok()) return "requireMount: " + s.message() + "; not expanded until it is";
+    if (!e.check_space) return "";
+    Result<uint64_t> available = (*space_)->Available(**root);
+    if (!available.ok()) return "cannot tell the free space: " + available.status().message();
+    auto [promised, volumes] = promises_->Under(e.root, v.meta.name);
+    const int64_t want = e.overcommit ? e.bytes - e.from_bytes : e.bytes;
+    std::string shortfall = SpaceShortfall(want, *available, promised, volumes, e.overcommit);
+    if (shortfall.empty()) return "";
+    *no_room = true;
+    return "cannot grow volume " + v.meta.name + " from " + HumanBytes(static_cast<uint64_t>(e.from_bytes)) + " to " +
+           e.size + " under " + e.root + ": " + shortfall;
+  }
+
+  // A conflict means a newer claim is on its way through the watch: retried then, quietly.
+  static Next Quiet(const std::string& key, const Status& s) {
+    if (s.code() == Status::kNotFound) return Next::kDone;  // the claim is gone
+    if (s.code() != Status::kConflict) LogWarn("claim " + key + ": " + s.message());
+    return Next::kRetry;
+  }
+
+  Roots* roots_;
+  const SpaceBackend* const* space_;
+  const Promises* promises_;
+  EventRecorder* recorder_;
+};
