@@ -294,3 +294,25 @@ TEST_CASE("without DELETED_NODE_CLEANUP_DELAY a deleted node's volumes stay", "[
   CHECK(n.api->Volume(n.VolumeOf("b1")).is<picojson::object>());
   CHECK(n.api->Denials().empty());
 }
+
+TEST_CASE("expansion: only the instance of the volume's node expands it, once", "[e2e][nodes][expand]") {
+  Nodes n;
+  n.api->CreateYaml(WffcClassYaml("wffc") + "allowVolumeExpansion: true\n");
+  n.Start("node-a");
+  n.Start("node-b");
+  n.Start("node-c");
+  n.Claim("grows", "wffc");
+  n.SelectNode("grows", "node-b");
+  REQUIRE(n.WaitBound("grows"));
+  REQUIRE(n.api->Call("PATCH", kClaims + std::string("grows"), R"({"spec":{"resources":{"requests":{"storage":"2Gi"}}}})",
+                      "application/merge-patch+json")
+              .code == 200);
+  REQUIRE(Eventually([&] { return n.ClaimJson("grows").get("status").get("capacity").get("storage").to_str() == "2Gi"; }));
+  CHECK(n.api->Volume(n.VolumeOf("grows")).get("spec").get("capacity").get("storage").to_str() == "2Gi");
+  REQUIRE(Eventually([&] { return n.Events("grows", "VolumeResizeSuccessful") == 1; }));
+  std::this_thread::sleep_for(seconds(1));  // time for another instance to act, were it going to
+  CHECK(n.Events("grows", "Resizing") == 1);
+  CHECK(n.Events("grows", "VolumeResizeSuccessful") == 1);
+  for (const auto& e : n.api->EventsAbout("default", "grows")) CHECK(e.get("count").get<double>() == 1);
+  CHECK(n.api->Denials().empty());
+}
