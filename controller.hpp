@@ -16,7 +16,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -27,9 +26,9 @@
 #include "every_node.hpp"
 #include "expander.hpp"
 #include "fsops.hpp"
-#include "gone_nodes.hpp"
 #include "informer.hpp"
 #include "k8s.hpp"
+#include "node_cleanup.hpp"
 #include "log.hpp"
 #include "queue.hpp"
 #include "reconcile.hpp"
@@ -100,8 +99,7 @@ class Controller {
                  [this](const std::string& k, const Volume* v) { OnVolume(k, v); }),
         classes_("StorageClasses", api::kClasses, nullptr, ep_,
                  [this](const std::string& k, const StorageClass*) { OnClass(k); }),
-        nodes_("Nodes", api::kNodes, &SlimForCache, ep_, [this](const std::string&, const Node*) { OnNode(); }),
-        gone_(std::chrono::seconds(cfg.deleted_node_cleanup_seconds)) {
+        node_cleanup_(cfg_, ep_, &volumes_, &recorder_) {
     for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
   }
 
@@ -118,10 +116,9 @@ class Controller {
     if (Status s = recorder_.Start(); !s.ok()) return s;
     for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
       if (!s.ok()) return s;
-    if (CleansUpGoneNodes()) {
-      if (Status s = nodes_.Start(); !s.ok()) return s;
-      janitor_ = std::thread([this] { WatchForGoneNodes(); });
-    }
+    if (Status s = node_cleanup_.Start([this] { return Synced(); }, [this](const std::string& node) { queue_.Add(kGoneNode + node); });
+        !s.ok())
+      return s;
     for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
     if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
     return Status::Ok();
@@ -139,9 +136,8 @@ class Controller {
     for (auto& w : workers_)
       if (w->thread.joinable()) w->thread.join();
     if (resync_.joinable()) resync_.join();
-    if (janitor_.joinable()) janitor_.join();
     recorder_.Stop();
-    nodes_.Stop();
+    node_cleanup_.Stop();
     claims_.Stop();
     volumes_.Stop();
     classes_.Stop();
@@ -171,8 +167,6 @@ class Controller {
 
   static constexpr const char* kScanOrphans = "scan/orphans";
   static constexpr const char* kGoneNode = "gone/";  // + the node's name
-
-  bool CleansUpGoneNodes() const { return cfg_.deleted_node_cleanup_seconds > 0 && !cfg_.node_name.empty(); }
 
   // A worker thread and what only it uses.
   struct Worker {
@@ -228,49 +222,6 @@ class Controller {
     });
   }
 
-  // A Node was added, changed or deleted: the janitor looks again.
-  void OnNode() {
-    {
-      std::lock_guard<std::mutex> lock(stop_mu_);
-      nodes_changed_ = true;
-    }
-    stop_cv_.notify_all();
-  }
-
-  // Queues "gone/<node>" for each node that volumes of ours name and whose Node object has been
-  // missing for DELETED_NODE_CLEANUP_DELAY. Looks when a Node changes, when a missing one
-  // becomes due, and every few seconds to a minute (volumes made meanwhile).
-  void WatchForGoneNodes() {
-    const auto period = std::chrono::seconds(std::clamp(cfg_.deleted_node_cleanup_seconds / 4, 1, 60));
-    auto next = GoneNodes::Clock::now() + period;
-    for (;;) {
-      {
-        std::unique_lock<std::mutex> lock(stop_mu_);
-        stop_cv_.wait_until(lock, next, [this] { return stopped_ || nodes_changed_; });
-        if (stopped_) return;
-        nodes_changed_ = false;
-      }
-      const auto now = GoneNodes::Clock::now();
-      next = now + period;
-      if (!Synced() || !nodes_.Synced()) continue;
-      std::set<std::string> named, present;
-      volumes_.ForEach([&](const Volume& v) {
-        if (std::string node = NodeOfOurs(v); !node.empty()) named.insert(node);
-      });
-      nodes_.ForEach([&](const Node& n) { present.insert(n.meta.name); });
-      for (const std::string& node : gone_.Due(now, named, present)) queue_.Add(kGoneNode + node);
-      if (gone_.NextDue() > now) next = std::min(next, gone_.NextDue());
-    }
-  }
-
-  // The node a volume of ours was made on (node-aware mode); "" for any other volume.
-  std::string NodeOfOurs(const Volume& v) const {
-    auto by = v.meta.annotations.find(ann::kProvisionedBy);
-    auto node = v.meta.annotations.find(ann::kNode);
-    if (by == v.meta.annotations.end() || by->second != cfg_.provisioner_name || node == v.meta.annotations.end()) return "";
-    return node->second;
-  }
-
   void Resync() {
     std::unique_lock<std::mutex> lock(stop_mu_);
     while (!stop_cv_.wait_for(lock, std::chrono::seconds(cfg_.resync_seconds), [this] { return stopped_; })) {
@@ -318,7 +269,8 @@ class Controller {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
       return ScanOrphans(w) ? Done() : Retry(w.conn.last_retry_after());
     }
-    if (key.rfind(kGoneNode, 0) == 0) return CleanUpGoneNode(w, key.substr(std::strlen(kGoneNode)));
+    if (key.rfind(kGoneNode, 0) == 0)
+      return node_cleanup_.CleanUp(w.api, key.substr(std::strlen(kGoneNode))).ok() ? Done() : Retry(w.conn.last_retry_after());
     std::shared_lock<std::shared_mutex> shared(fs_mu_);
     if (key.rfind("claim/", 0) == 0) return SyncClaim(w, key.substr(6));
     return SyncVolume(w, key.substr(7));
@@ -374,55 +326,6 @@ class Controller {
       }
     }
     return complete;
-  }
-
-  // The Node `node` has been missing for DELETED_NODE_CLEANUP_DELAY: the volumes made on it
-  // cannot be used again, and pods of a StatefulSet would wait for them forever. Every
-  // instance may do this at once: the deletions carry uid preconditions and are idempotent, and
-  // the events are named after what they say (one each, however many instances send them).
-  // The data stays where it was: if the node comes back, its orphan scan keeps what is not empty.
-  Outcome CleanUpGoneNode(Worker& w, const std::string& node) {
-    if (Status s = w.api.GetNode(node); s.code() != Status::kNotFound)
-      return s.ok() ? Done() : Retry(w.conn.last_retry_after());  // back, or the API cannot say: not now
-    std::vector<std::string> names;
-    volumes_.ForEach([&](const Volume& v) {
-      if (NodeOfOurs(v) == node) names.push_back(v.meta.name);
-    });
-    bool failed = false;
-    const std::string why = "node " + node + " was deleted and has not come back within DELETED_NODE_CLEANUP_DELAY (" +
-                            std::to_string(cfg_.deleted_node_cleanup_seconds) + " s)";
-    for (const std::string& name : names) {
-      Result<Volume> v = w.api.GetVolume(name);  // whole: the cache keeps no claimRef of a bound volume
-      if (v.status().code() == Status::kNotFound) continue;
-      if (!v.ok()) {
-        LogWarn("volume " + name + ": " + v.status().message());
-        failed = true;
-        continue;
-      }
-      if (NodeOfOurs(*v) != node) continue;
-      std::string message = why + ": deleting volume " + name;
-      if (v->has_claim_ref && !v->claim_ref.uid.empty()) {
-        message += " and its claim " + v->claim_ref.namespace_ + "/" + v->claim_ref.name;
-        const Involved claim{"PersistentVolumeClaim", v->claim_ref.namespace_, v->claim_ref.name, v->claim_ref.uid, ""};
-        recorder_.WarningOnce(claim, "NodeDeleted", message + " (its data was on that node)");
-      }
-      LogWarn(message + " (its data was on that node)");
-      recorder_.WarningOnce(Of(*v), "NodeDeleted", message + " (its data was on that node)");
-      Status s = Status::Ok();
-      if (v->has_claim_ref && !v->claim_ref.uid.empty())
-        s = w.api.DeleteClaim(v->claim_ref.namespace_, v->claim_ref.name, v->claim_ref.uid);
-      if (s.code() == Status::kConflict) s = Status::Ok();  // made again since: not the one bound here
-      std::vector<std::string> rest;
-      for (const auto& f : v->meta.finalizers)
-        if (f != ann::kProvisionerFinalizer) rest.push_back(f);
-      if (s.ok() && rest.size() != v->meta.finalizers.size()) s = w.api.SetVolumeFinalizers(*v, rest);
-      if (s.ok() && !v->meta.deleting) s = w.api.DeleteVolume(name, v->meta.uid);
-      if (!s.ok() && s.code() != Status::kNotFound) {
-        LogWarn("volume " + name + ": " + s.message());
-        failed = true;
-      }
-    }
-    return failed ? Retry(w.conn.last_retry_after()) : Done();
   }
 
   // PV_DIR no longer names the directory held open: nothing is done (volumes made now would
@@ -727,10 +630,7 @@ class Controller {
   Informer<Claim> claims_;
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;
-  Informer<Node> nodes_;  // only with DELETED_NODE_CLEANUP_DELAY
-  GoneNodes gone_;        // the janitor's own
-  std::thread janitor_;
-  bool nodes_changed_ = false;  // under stop_mu_
+  NodeCleanup node_cleanup_;  // only with DELETED_NODE_CLEANUP_DELAY
   std::thread resync_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
