@@ -30,26 +30,24 @@ inline constexpr const char* kIgnoringClaimMessage =
 class ExpandController {
  public:
   explicit ExpandController(Store& s)
-      : s_(s), events_(s, "volume_expand"), claims_(s.bucket("persistentvolumeclaims")), cursor_(claims_.NextSeq()) {}
+      : s_(s), events_(s, "volume_expand"), claims_(s.bucket("persistentvolumeclaims")) {}
 
   // Handles the claims' changes since the last call; true when there were any.
   bool Drain() {
-    if (cursor_ == claims_.NextSeq() && cursor_ >= claims_.first_seq) return false;
-    if (cursor_ < claims_.first_seq) {  // history overran us: relist, as the informer does
-      cursor_ = claims_.NextSeq();
-      for (auto it = seen_.begin(); it != seen_.end();)
-        it = claims_.objects.count(it->first) > 0 ? std::next(it) : seen_.erase(it);
-      for (const auto& [key, claim] : claims_.objects) Observe(key, *claim);
-    }
-    for (; cursor_ < claims_.NextSeq(); ++cursor_) {
-      const WatchEvent& ev = claims_.At(cursor_);
+    const Bucket& b = claims_.bucket();
+    auto relist = [&] {
+      for (auto it = seen_.begin(); it != seen_.end();) it = b.objects.count(it->first) > 0 ? std::next(it) : seen_.erase(it);
+      for (const auto& [key, claim] : b.objects) Observe(key, *claim);
+    };
+    auto handle = [&](const WatchEvent& ev) {
       if (ev.type == "DELETED") {
         seen_.erase(ObjectKey(ev.ns, ev.name));
         events_.Forget(Str(*ev.object, {"metadata", "uid"}));
       } else {
         Observe(ObjectKey(ev.ns, ev.name), *ev.object);
       }
-    }
+    };
+    if (!claims_.Read(handle, relist)) return false;
     std::set<std::string> queue;
     queue.swap(queue_);
     for (const auto& key : queue) Sync(key);
@@ -97,8 +95,7 @@ class ExpandController {
 
   Store& s_;
   EventRecorder events_;
-  Bucket& claims_;  // buckets are never removed: the reference stays valid
-  uint64_t cursor_;
+  Feed claims_;
   std::unordered_map<std::string, Sizes> seen_;  // the informer's cache, reduced to the sizes
   std::set<std::string> queue_;
 };

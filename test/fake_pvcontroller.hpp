@@ -25,12 +25,7 @@ inline constexpr const char* kSelectedNodeAnn = "volume.kubernetes.io/selected-n
 
 class PvController {
  public:
-  explicit PvController(Store& s) : s_(s) {
-    for (Watched& w : watched_) {
-      w.bucket = &s_.bucket(w.plural);  // buckets are never removed: the pointers stay valid
-      w.cursor = w.bucket->NextSeq();
-    }
-  }
+  explicit PvController(Store& s) : s_(s) {}
 
   // Handles every change since the last call (its own included) until nothing changes; true
   // when there was any.
@@ -38,20 +33,8 @@ class PvController {
     bool any = false;
     for (int round = 0; round < 100000; ++round) {
       bool progressed = false;
-      for (Watched& w : watched_) {
-        Bucket& b = *w.bucket;
-        if (w.cursor < b.first_seq) {  // history overran us: look at everything
-          w.cursor = b.NextSeq();
-          ResyncAll();
-          progressed = true;
-        }
-        while (w.cursor < b.NextSeq()) {
-          EventPtr ev = b.history[w.cursor - b.first_seq];
-          ++w.cursor;
-          Handle(w.plural, *ev);
-          progressed = true;
-        }
-      }
+      for (Watched& w : watched_)
+        progressed = w.feed.Read([&](const WatchEvent& ev) { Handle(w.plural, ev); }, [&] { ResyncAll(); }) || progressed;
       if (!progressed) return any;
       any = true;
     }
@@ -59,11 +42,10 @@ class PvController {
   }
 
  private:
-  // A resource the controller follows, and how far it has read its history.
+  // A resource the controller follows.
   struct Watched {
     const std::string plural;
-    Bucket* bucket = nullptr;
-    uint64_t cursor = 0;
+    Feed feed;
   };
 
   void ResyncAll() {
@@ -391,7 +373,10 @@ class PvController {
   }
 
   Store& s_;
-  Watched watched_[4] = {{"storageclasses"}, {"persistentvolumeclaims"}, {"persistentvolumes"}, {"pods"}};
+  Watched watched_[4] = {{"storageclasses", Feed(s_.bucket("storageclasses"))},
+                         {"persistentvolumeclaims", Feed(s_.bucket("persistentvolumeclaims"))},
+                         {"persistentvolumes", Feed(s_.bucket("persistentvolumes"))},
+                         {"pods", Feed(s_.bucket("pods"))}};
   std::set<std::string> emitted_;  // uid/reason of the events recorded, while the claim exists
   std::vector<std::string> pending;  // scratch
   std::set<std::string> unbound_;                         // volumes without claimRef

@@ -48,12 +48,7 @@ namespace fake {
 
 class Scheduler {
  public:
-  explicit Scheduler(Store& s) : s_(s) {
-    for (Watched& w : watched_) {
-      w.bucket = &s_.bucket(w.plural);
-      w.cursor = w.bucket->NextSeq();
-    }
-  }
+  explicit Scheduler(Store& s) : s_(s) {}
 
   // Handles every change since the last call (its own included) until nothing changes; true
   // when there was any.
@@ -62,27 +57,21 @@ class Scheduler {
     for (int round = 0; round < 1000; ++round) {
       bool changed = false;
       for (Watched& w : watched_) {
-        Bucket& b = *w.bucket;
-        if (w.cursor < b.first_seq) {  // history overran us: look at every pod
-          w.cursor = b.NextSeq();
-          changed = true;
-          if (w.plural == "pods") {
-            pending_.clear();
-            for (const auto& [key, pod] : b.objects) Track(key, pod.get());
-            for (auto it = attempts_.begin(); it != attempts_.end();)
-              it = pending_.count(it->first) ? std::next(it) : attempts_.erase(it);
-          }
-        }
-        if (w.cursor == b.NextSeq()) continue;
-        changed = true;
         if (w.plural != "pods") {  // anything else that changed may make a pending pod fit
-          w.cursor = b.NextSeq();
+          changed = w.feed.Skip() || changed;
           continue;
         }
-        for (; w.cursor < b.NextSeq(); ++w.cursor) {
-          const std::string key = ObjectKey(b.At(w.cursor).ns, b.At(w.cursor).name);
+        auto track = [&](const WatchEvent& ev) {
+          const std::string key = ObjectKey(ev.ns, ev.name);
           Track(key, s_.Get("pods", key));
-        }
+        };
+        auto relist = [&] {  // history overran us: look at every pod
+          pending_.clear();
+          for (const auto& [key, pod] : w.feed.bucket().objects) Track(key, pod.get());
+          for (auto it = attempts_.begin(); it != attempts_.end();)
+            it = pending_.count(it->first) ? std::next(it) : attempts_.erase(it);
+        };
+        changed = w.feed.Read(track, relist) || changed;
       }
       if (!changed) return any;
       any = true;
@@ -95,8 +84,7 @@ class Scheduler {
  private:
   struct Watched {
     const std::string plural;
-    Bucket* bucket = nullptr;
-    uint64_t cursor = 0;
+    Feed feed;
   };
   // What the scheduler remembers of a pod between its attempts.
   struct Attempt {
@@ -369,7 +357,11 @@ class Scheduler {
   }
 
   Store& s_;
-  Watched watched_[5] = {{"pods"}, {"persistentvolumeclaims"}, {"persistentvolumes"}, {"nodes"}, {"storageclasses"}};
+  Watched watched_[5] = {{"pods", Feed(s_.bucket("pods"))},
+                         {"persistentvolumeclaims", Feed(s_.bucket("persistentvolumeclaims"))},
+                         {"persistentvolumes", Feed(s_.bucket("persistentvolumes"))},
+                         {"nodes", Feed(s_.bucket("nodes"))},
+                         {"storageclasses", Feed(s_.bucket("storageclasses"))}};
   std::set<std::string> pending_;              // keys of the pods to schedule
   std::map<std::string, Attempt> attempts_;   // by pod key, while the pod is pending
 };

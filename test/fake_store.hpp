@@ -149,6 +149,41 @@ struct Bucket {
   const EventPtr& Last() const { return history.back(); }
 };
 
+// How the fake's controllers follow a bucket, as an informer follows its watch: each event
+// once, in order, from when the feed was made; when the history overran it (events trimmed
+// before it read them), a relist instead, then on from the present. Handlers may change the
+// bucket meanwhile: what they add is read in the same call. Callers hold Store::mu.
+class Feed {
+ public:
+  explicit Feed(Bucket& b) : b_(&b), cursor_(b.NextSeq()) {}
+  // on_event(event) for each new event, on_relist() for a relist; true when there was either.
+  template <class OnEvent, class OnRelist>
+  bool Read(OnEvent on_event, OnRelist on_relist) {
+    bool any = false;
+    for (;; any = true) {
+      if (cursor_ < b_->first_seq) {
+        cursor_ = b_->NextSeq();
+        on_relist();
+        continue;
+      }
+      if (cursor_ == b_->NextSeq()) return any;
+      EventPtr ev = b_->history[cursor_++ - b_->first_seq];  // held: a handler may trim the history
+      on_event(*ev);
+    }
+  }
+  // Skips to the present; true when anything had changed.
+  bool Skip() {
+    const bool any = cursor_ != b_->NextSeq() || cursor_ < b_->first_seq;
+    cursor_ = b_->NextSeq();
+    return any;
+  }
+  const Bucket& bucket() const { return *b_; }
+
+ private:
+  Bucket* b_;  // buckets are never removed: the pointer stays valid
+  uint64_t cursor_;
+};
+
 class Store {
  public:
   explicit Store(size_t history_limit) : history_limit_(history_limit == 0 ? 1 : history_limit) {
