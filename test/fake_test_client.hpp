@@ -209,4 +209,19 @@ inline std::vector<std::string> Kubectl(const fake::ApiServer& api, const std::s
   return lines;
 }
 
+// The names of a list's items, in order.
+inline std::vector<std::string> ItemNames(const Json& list) {
+  std::vector<std::string> names;
+  for (const Json& item : list.get("items").get<fake::JsonArray>()) names.push_back(Str(item, {"metadata", "name"}));
+  return names;
+}
+
+// The fields named in a 422's causes.
+inline std::vector<std::string> CauseFields(const Json& status) {
+  std::vector<std::string> fields;
+  if (const Json* causes = fake::Path(status, {"details", "causes"}))
+    for (const Json& c : causes->get<fake::JsonArray>()) fields.push_back(Str(c, {"field"}));
+  return fields;
+}
+
 }  // namespace fake_test

@@ -619,27 +619,22 @@ TEST_CASE("lists: limit and continue, label and field selectors, namespaces") {
   Server s;
   for (const char* n : {"a", "b", "c"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
   REQUIRE(Admin(s.api, "PATCH", kPvs + "/b", R"({"metadata":{"labels":{"tier":"x"}}})", "application/merge-patch+json").code == 200);
-  auto names = [](const Json& list) {
-    std::vector<std::string> out;
-    for (const Json& i : list.get("items").get<fake::JsonArray>()) out.push_back(Str(i, {"metadata", "name"}));
-    return out;
-  };
   Json page1 = Admin(s.api, "GET", kPvs + "?limit=2").body;
-  CHECK(names(page1) == std::vector<std::string>{"a", "b"});
+  CHECK(ItemNames(page1) == std::vector<std::string>{"a", "b"});
   std::string cont = Str(page1, {"metadata", "continue"});
   REQUIRE(!cont.empty());
   Json page2 = Admin(s.api, "GET", kPvs + "?limit=2&continue=" + cont).body;
-  CHECK(names(page2) == std::vector<std::string>{"c"});
+  CHECK(ItemNames(page2) == std::vector<std::string>{"c"});
   CHECK(Str(page2, {"metadata", "continue"}).empty());
-  CHECK(names(Admin(s.api, "GET", kPvs + "?labelSelector=tier%3Dx").body) == std::vector<std::string>{"b"});
-  CHECK(names(Admin(s.api, "GET", kPvs + "?labelSelector=tier%21%3Dx").body) == std::vector<std::string>{"a", "c"});
-  CHECK(names(Admin(s.api, "GET", kPvs + "?fieldSelector=metadata.name%3Dc").body) == std::vector<std::string>{"c"});
+  CHECK(ItemNames(Admin(s.api, "GET", kPvs + "?labelSelector=tier%3Dx").body) == std::vector<std::string>{"b"});
+  CHECK(ItemNames(Admin(s.api, "GET", kPvs + "?labelSelector=tier%21%3Dx").body) == std::vector<std::string>{"a", "c"});
+  CHECK(ItemNames(Admin(s.api, "GET", kPvs + "?fieldSelector=metadata.name%3Dc").body) == std::vector<std::string>{"c"});
 
   REQUIRE(Admin(s.api, "POST", kPvcs, Pvc("x", "")).code == 201);
   REQUIRE(Admin(s.api, "POST", "/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"other"}})").code == 201);
   REQUIRE(Admin(s.api, "POST", "/api/v1/namespaces/other/persistentvolumeclaims", Pvc("y", "")).code == 201);
-  CHECK(names(Admin(s.api, "GET", kPvcs).body) == std::vector<std::string>{"x"});
-  CHECK(names(Admin(s.api, "GET", "/api/v1/persistentvolumeclaims").body) == std::vector<std::string>{"x", "y"});
+  CHECK(ItemNames(Admin(s.api, "GET", kPvcs).body) == std::vector<std::string>{"x"});
+  CHECK(ItemNames(Admin(s.api, "GET", "/api/v1/persistentvolumeclaims").body) == std::vector<std::string>{"x", "y"});
   CHECK(Admin(s.api, "POST", kPvcs, R"({"metadata":{"name":"z","namespace":"other"},)" + Pvc("z", "").substr(Pvc("z", "").find("\"spec\""))).code == 400);
 }
 

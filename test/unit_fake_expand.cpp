@@ -53,12 +53,6 @@ std::vector<Json> EventsWithReason(const fake::ApiServer& api, const std::string
   return list.body.get("items").get<fake::JsonArray>();
 }
 
-std::vector<std::string> CauseFields(const Json& status) {
-  std::vector<std::string> out;
-  for (const Json& c : status.get("details").get("causes").get<fake::JsonArray>()) out.push_back(Str(c, {"field"}));
-  return out;
-}
-
 }  // namespace
 
 TEST_CASE("a bound claim's storage request may grow, never shrink; the rest of its spec is immutable") {

@@ -19,20 +19,6 @@ namespace {
 const std::string kNodes = "/api/v1/nodes";
 const std::string kPods = "/api/v1/namespaces/default/pods";
 
-std::vector<std::string> ItemNames(const Json& list) {
-  std::vector<std::string> names;
-  for (const Json& item : list.get("items").get<fake::JsonArray>()) names.push_back(Str(item, {"metadata", "name"}));
-  return names;
-}
-
-// The fields named in a 422's causes.
-std::vector<std::string> CauseFields(const Json& status) {
-  std::vector<std::string> fields;
-  if (const Json* causes = fake::Path(status, {"details", "causes"}))
-    for (const Json& c : causes->get<fake::JsonArray>()) fields.push_back(Str(c, {"field"}));
-  return fields;
-}
-
 }  // namespace
 
 TEST_CASE("nodes: a cluster-scoped resource with the REST semantics of the others") {
