@@ -425,6 +425,7 @@ TEST_CASE("the StorageClass names the default provisioner and a valid reclaim po
   CHECK((policy == "Delete" || policy == "Retain"));
   std::string mode = Str(sc->get("volumeBindingMode"));
   CHECK((mode == "Immediate" || mode == "WaitForFirstConsumer"));
+  CHECK(sc->get("allowVolumeExpansion").get<bool>());  // the provisioner expands its volumes
   auto claim = Docs("examples/test-claim.yaml");
   REQUIRE(Find(claim, "PersistentVolumeClaim"));
   CHECK(Str(Find(claim, "PersistentVolumeClaim")->get("spec").get("storageClassName")) == Str(sc->get("metadata").get("name")));
@@ -437,6 +438,7 @@ TEST_CASE("the node-aware StorageClass waits for the first consumer, names the d
   REQUIRE(sc);
   CHECK(Str(sc->get("metadata").get("name")) == "hostpath");
   CHECK(Str(sc->get("provisioner")) == kDefaultProvisionerName);
+  CHECK(sc->get("allowVolumeExpansion").get<bool>());
   // The scheduler picks the node (the pod's) and writes it into the claim: no annotation needed.
   CHECK(Str(sc->get("volumeBindingMode")) == "WaitForFirstConsumer");
   CHECK(Str(sc->get("reclaimPolicy")) == "Delete");
