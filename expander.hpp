@@ -26,7 +26,7 @@ class Expander {
     const std::string key = claim.meta.namespace_ + "/" + claim.meta.name;
     std::string resource_version = claim.meta.resource_version;
     if (!claim.resizing) {
-      Result<std::string> rv = api.PatchClaimStatus(claim, ResizingPatchJson(resource_version, logging::UtcNow(0)));
+      Result<std::string> rv = api.PatchClaimStatus(claim, ResizingPatchJson(resource_version, logging::UtcNow(0), e.size));
       if (!rv.ok()) return Quiet(key, rv.status());
       resource_version = *rv;
       recorder_->Normal(who, reason::kResizing, "Expanding volume " + v.meta.name + " to " + e.size);

@@ -461,12 +461,16 @@ inline std::string RemoveAnnotationJson(const std::string& uid, const std::strin
 
 // Volume expansion, as an external resizer writes it (strategic merge patches of a claim's
 // status, with its resourceVersion as a precondition). The first marks the claim Resizing
-// (`now`: RFC 3339); the second records the new capacity and takes the resize conditions out.
-inline std::string ResizingPatchJson(const std::string& resource_version, const std::string& now) {
+// (`now`: RFC 3339) and records the size being allocated (status.allocatedResources, which
+// API servers without the RecoverVolumeExpansionFailure feature drop); the second records the
+// new capacity and takes the resize conditions out.
+inline std::string ResizingPatchJson(const std::string& resource_version, const std::string& now,
+                                     const std::string& capacity) {
   using namespace k8s_json_detail;
   Object cond{{"type", Str("Resizing")}, {"status", Str("True")}, {"lastTransitionTime", Str(now)}, {"lastProbeTime", Value()}};
   return Value(Object{{"metadata", Value(Object{{"resourceVersion", Str(resource_version)}})},
-                      {"status", Value(Object{{"conditions", Value(picojson::array{Value(cond)})}})}})
+                      {"status", Value(Object{{"conditions", Value(picojson::array{Value(cond)})},
+                                              {"allocatedResources", Value(Object{{"storage", Str(capacity)}})}})}})
       .serialize();
 }
 inline std::string ResizedPatchJson(const std::string& resource_version, const std::string& capacity) {

@@ -81,6 +81,8 @@ TEST_CASE("a claim that asks for more gets it: Resizing, then the PV's and the c
   REQUIRE(Eventually([&] { return HasEvent(api, "data", "Normal VolumeResizeSuccessful: Resize volume succeeded"); }));
   CHECK(HasEvent(api, "data", "Normal Resizing: Expanding volume " + bound.get("spec").get("volumeName").to_str() + " to 2Mi"));
   CHECK(HasEvent(api, "data", "Warning ExternalExpanding: Ignoring the PVC"));  // the expand controller's, as in 1.24
+  // 1.24 without RecoverVolumeExpansionFailure drops the allocatedResources the provisioner sends.
+  CHECK(api.Claim("default", "data").get("status").get("allocatedResources").is<picojson::null>());
 
   // Shrinking is refused by the API server; so is growing where the class does not allow it.
   CHECK(AskFor(api, "data", "1Mi").code == 422);

@@ -705,9 +705,9 @@ TEST_CASE("ClaimFromJson: status capacity and the Resizing condition; a class's 
   CHECK(text.status().message().find("allowVolumeExpansion: expected a boolean") != std::string::npos);
 }
 
-TEST_CASE("the expansion patches: Resizing with the resourceVersion, then the capacity with the conditions taken out", "[k8s_json]") {
-  CHECK(ResizingPatchJson("7", "2026-11-25T20:00:00Z") ==
-        R"({"metadata":{"resourceVersion":"7"},"status":{"conditions":[{"lastProbeTime":null,)"
+TEST_CASE("the expansion patches: Resizing and the size allocated, with the resourceVersion, then the capacity with the conditions taken out", "[k8s_json]") {
+  CHECK(ResizingPatchJson("7", "2026-11-25T20:00:00Z", "2Gi") ==
+        R"({"metadata":{"resourceVersion":"7"},"status":{"allocatedResources":{"storage":"2Gi"},"conditions":[{"lastProbeTime":null,)"
         R"("lastTransitionTime":"2026-11-25T20:00:00Z","status":"True","type":"Resizing"}]}})");
   CHECK(ResizedPatchJson("8", "2Gi") ==
         R"({"metadata":{"resourceVersion":"8"},"status":{"capacity":{"storage":"2Gi"},"conditions":[)"
