@@ -35,6 +35,7 @@
 #include "recorder.hpp"
 #include "roots.hpp"
 #include "space.hpp"
+#include "usage.hpp"
 
 // Counters the controller keeps for the HTTP endpoint (all monotonic except depth).
 struct ControllerStats {
@@ -100,7 +101,9 @@ class Controller {
         classes_("StorageClasses", api::kClasses, nullptr, ep_,
                  [this](const std::string& k, const StorageClass*) { OnClass(k); }),
         nodes_("Nodes", api::kNodes, &SlimForCache, ep_, [this](const std::string&, const Node*) { OnNode(); }),
-        gone_(std::chrono::seconds(cfg.deleted_node_cleanup_seconds)) {
+        gone_(std::chrono::seconds(cfg.deleted_node_cleanup_seconds)),
+        usage_(cfg.usage_scan_seconds, roots, &recorder_, [this](const std::string& v) { return UsageTargetOf(v); },
+               [this](const std::string& v, uint64_t used) { promises_.SetUsed(v, used); }) {
     for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
   }
 
@@ -121,6 +124,7 @@ class Controller {
       if (Status s = nodes_.Start(); !s.ok()) return s;
       janitor_ = std::thread([this] { WatchForGoneNodes(); });
     }
+    usage_.Start();
     for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
     if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
     return Status::Ok();
@@ -139,6 +143,7 @@ class Controller {
       if (w->thread.joinable()) w->thread.join();
     if (resync_.joinable()) resync_.join();
     if (janitor_.joinable()) janitor_.join();
+    usage_.Stop();
     recorder_.Stop();
     nodes_.Stop();
     claims_.Stop();
@@ -161,6 +166,7 @@ class Controller {
     return true;
   }
   ControllerStats& stats() { return stats_; }
+  const UsageScanner& usage() const { return usage_; }
 
  private:
   static long NowMs() {
@@ -201,7 +207,9 @@ class Controller {
   // made, SyncClaim no longer needs to remember making it.
   void OnVolume(const std::string& name, const Volume* now) {
     created_.Erase(name);
-    promises_.Set(name, now ? PromisedRoot(*now) : "", now ? now->capacity_bytes : -1);
+    const std::string promised_root = now ? PromisedRoot(*now) : "";
+    promises_.Set(name, promised_root, now ? now->capacity_bytes : -1);
+    usage_.Track(name, !promised_root.empty() && now->phase == "Bound");
     if (now == nullptr)  // space freed: claims that did not fit try again now
       for (const std::string& key : space_waiters_.TakeAll()) queue_.Add("claim/" + key);
     if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
@@ -216,6 +224,12 @@ class Controller {
     if (made_on != cfg_.node_name && !OnAllNodes(v)) return "";
     auto root = v.meta.annotations.find(ann::kPvDir);
     return root == v.meta.annotations.end() ? cfg_.pv_dir : root->second;
+  }
+
+  // What the usage scanner walks for a volume now (usage.hpp), from the cache.
+  std::optional<UsageTarget> UsageTargetOf(const std::string& name) const {
+    std::optional<Volume> v = volumes_.Get(name);
+    return v ? UsageTargetFor(cfg_, *v, !PromisedRoot(*v).empty()) : std::nullopt;
   }
 
   // A class appeared or changed: claims of that class that failed may now succeed.
@@ -711,4 +725,5 @@ class Controller {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopped_ = false;
+  UsageScanner usage_;  // last: its threads use the members above
 };
