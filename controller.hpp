@@ -124,7 +124,6 @@ class Controller {
       if (Status s = nodes_.Start(); !s.ok()) return s;
       janitor_ = std::thread([this] { WatchForGoneNodes(); });
     }
-    usage_.Start();
     for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
     if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
     return Status::Ok();
@@ -304,7 +303,11 @@ class Controller {
       while (!Synced() && !stopped_) stop_cv_.wait_for(lock, std::chrono::milliseconds(20));
       if (stopped_) return;
     }
-    std::call_once(first_scan_, [this] { queue_.Add(kScanOrphans); });
+    // The usage scan starts then too: at start-up the lists come first.
+    std::call_once(first_scan_, [this] {
+      queue_.Add(kScanOrphans);
+      usage_.Start();
+    });
     std::string key;
     while (queue_.Get(&key)) {
       w.busy_since_ms = NowMs();

@@ -282,7 +282,7 @@ class UsageScanner {
       if (stop_) return;
       last_pass_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       ++passes_;
-      LogDebug(1, "usage scan: " + std::to_string(tracked_.size()) + " volumes");
+      if (LogEnabled(2)) LogDebug(2, "usage scan: " + std::to_string(tracked_.size()) + " volumes");
       if (cv_.wait_for(lock, interval_, [this] { return stop_; })) return;
     }
   }
@@ -312,7 +312,7 @@ class UsageScanner {
     IdleWalker::Outcome o = walker_.Walk(*root, t->dir_name, &cancel_);
     if (!o.status.ok()) return Unmeasured(name, o.status.message());
     if (!o.finished) return;  // no longer scanned, or stopping
-    if (o.count.skipped > 0)
+    if (o.count.skipped > 0 && LogEnabled(1))
       LogDebug(1, "volume " + name + ": " + std::to_string(o.count.skipped) +
                       " entries not counted (other mounts, unreadable, too deep, or replaced while walked)");
     Publish(name, *t, o);
@@ -324,7 +324,7 @@ class UsageScanner {
       std::lock_guard<std::mutex> lock(mu_);
       if (auto it = tracked_.find(name); it != tracked_.end()) it->second.usage.reset();
     }
-    if (!why.empty()) LogDebug(1, "volume " + name + ": usage not measured: " + why);
+    if (!why.empty() && LogEnabled(1)) LogDebug(1, "volume " + name + ": usage not measured: " + why);
   }
 
   void Publish(const std::string& name, const UsageTarget& t, const IdleWalker::Outcome& o) {
