@@ -277,7 +277,8 @@ class UsageScanner {
         if (stop_) return;
       }
       const auto start = std::chrono::steady_clock::now();
-      for (std::string name; NextVolume(&name);) ScanOne(name);
+      std::map<std::string, Status> mounted;  // requireMount: each root looked up once a pass
+      for (std::string name; NextVolume(&name);) ScanOne(name, &mounted);
       std::unique_lock<std::mutex> lock(mu_);
       if (stop_) return;
       last_pass_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -301,13 +302,15 @@ class UsageScanner {
     return true;
   }
 
-  void ScanOne(const std::string& name) {
+  void ScanOne(const std::string& name, std::map<std::string, Status>* mounted) {
     std::optional<UsageTarget> t = lookup_(name);
     if (!t) return Unmeasured(name, "");
     Result<Roots::Ref> root = roots_->Get(t->root);
     if (!root.ok()) return Unmeasured(name, root.status().message());
     if (t->require_mount) {
-      if (Status s = (*root)->FilesystemMounted(); !s.ok()) return Unmeasured(name, "requireMount: " + s.message());
+      auto [it, added] = mounted->try_emplace(t->root);
+      if (added) it->second = (*root)->FilesystemMounted();
+      if (!it->second.ok()) return Unmeasured(name, "requireMount: " + it->second.message());
     }
     IdleWalker::Outcome o = walker_.Walk(*root, t->dir_name, &cancel_);
     if (!o.status.ok()) return Unmeasured(name, o.status.message());

@@ -329,7 +329,7 @@ TEST_CASE("available bytes, over capacity, and the event's message", "[usage]") 
   CHECK_THAT(OverCapacityMessage(u, "node-a"), Catch::StartsWith("volume pvc-1 on node node-a uses 12.5 MiB"));
 }
 
-TEST_CASE("the scanner measures tracked volumes, forgets untracked ones, and with interval 0 does nothing", "[usage]") {
+TEST_CASE("the scanner measures tracked volumes (not without their required mount), forgets untracked ones, and with interval 0 does nothing", "[usage]") {
   Box box;
   Write(box.vol("f"), 50000);
   Result<Root> opened = Root::Open(box.vol().substr(0, box.vol().size() - 2));
@@ -338,8 +338,9 @@ TEST_CASE("the scanner measures tracked volumes, forgets untracked ones, and wit
   EventRecorder recorder(std::make_shared<ApiEndpoint>(), "test");  // not started: events only queue
   std::atomic<uint64_t> told{0};
   auto lookup = [&](const std::string& volume) -> std::optional<UsageTarget> {
-    if (volume != "pv-a") return std::nullopt;
-    return UsageTarget{roots.primary().path(), "v", false, "ns", "claim-a", "uid-a", 1 << 30, ""};
+    // pv-m's class requires a filesystem mounted at the root, which is a plain directory.
+    if (volume != "pv-a" && volume != "pv-m") return std::nullopt;
+    return UsageTarget{roots.primary().path(), "v", volume == "pv-m", "ns", "claim-a", "uid-a", 1 << 30, ""};
   };
   {
     UsageScanner off(0, &roots, &recorder, lookup, nullptr);
@@ -351,6 +352,7 @@ TEST_CASE("the scanner measures tracked volumes, forgets untracked ones, and wit
   UsageScanner scanner(1, &roots, &recorder, lookup, [&](const std::string&, uint64_t used) { told = used; });
   scanner.Track("pv-a", true);
   scanner.Track("pv-gone", true);  // the lookup no longer knows it: not measured
+  scanner.Track("pv-m", true);     // nothing mounted at its root: not measured
   scanner.Start();
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (scanner.passes() < 1 && std::chrono::steady_clock::now() < deadline)
