@@ -34,6 +34,7 @@ struct Config {
   std::string log_format = "text";  // text | json
   int resync_seconds = 300;         // periodic pass over the cache; 0 = never
   int workers = 4;                  // claims and volumes handled at once (a slow deletion holds up one)
+  int usage_scan_seconds = 60;      // pause between passes of the usage scan (metrics); 0 = no scan
   bool leader_elect = false;        // hold a Lease before acting (for more than one replica)
   std::string leader_elect_namespace;  // "" = the service account's namespace
   int lease_seconds = 30;              // lease duration; renew deadline 2/3 of it, retries every 1/6
@@ -177,6 +178,10 @@ inline const std::vector<Setting>& Settings() {
       {"resync-period", "RESYNC_PERIOD", "300",
        "seconds between passes over all cached objects (catches anything missed); 0 = never",
        [](Config& c, const std::string& v) { return ParseInt(v, 0, 86400, c.resync_seconds); }},
+      {"usage-scan-interval", "USAGE_SCAN_INTERVAL", "60",
+       "seconds between passes that measure each volume's used bytes and inodes for /metrics "
+       "(kubelet_volume_stats_*; a low-priority walk of its directory, as du -sx); 0 = no scan, no such metrics",
+       [](Config& c, const std::string& v) { return ParseInt(v, 0, 86400, c.usage_scan_seconds); }},
       {"workers", "WORKERS", "4",
        "claims and volumes handled at once; one slow directory removal or API call holds up only one of them",
        [](Config& c, const std::string& v) { return ParseInt(v, 1, 64, c.workers); }},

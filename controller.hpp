@@ -35,6 +35,7 @@
 #include "recorder.hpp"
 #include "roots.hpp"
 #include "space.hpp"
+#include "usage.hpp"
 
 // Counters the controller keeps for the HTTP endpoint (all monotonic except depth).
 struct ControllerStats {
@@ -99,7 +100,9 @@ class Controller {
                  [this](const std::string& k, const Volume* v) { OnVolume(k, v); }),
         classes_("StorageClasses", api::kClasses, nullptr, ep_,
                  [this](const std::string& k, const StorageClass*) { OnClass(k); }),
-        node_cleanup_(cfg_, ep_, &volumes_, &recorder_) {
+        node_cleanup_(cfg_, ep_, &volumes_, &recorder_),
+        usage_(cfg.usage_scan_seconds, roots, &recorder_, [this](const std::string& v) { return UsageTargetOf(v); },
+               [this](const std::string& v, uint64_t used) { promises_.SetUsed(v, used); }) {
     for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
   }
 
@@ -136,6 +139,7 @@ class Controller {
     for (auto& w : workers_)
       if (w->thread.joinable()) w->thread.join();
     if (resync_.joinable()) resync_.join();
+    usage_.Stop();
     recorder_.Stop();
     node_cleanup_.Stop();
     claims_.Stop();
@@ -158,6 +162,7 @@ class Controller {
     return true;
   }
   ControllerStats& stats() { return stats_; }
+  const UsageScanner& usage() const { return usage_; }
 
  private:
   static long NowMs() {
@@ -197,7 +202,9 @@ class Controller {
   // made, SyncClaim no longer needs to remember making it.
   void OnVolume(const std::string& name, const Volume* now) {
     created_.Erase(name);
-    promises_.Set(name, now ? PromisedRoot(*now) : "", now ? now->capacity_bytes : -1);
+    const std::string promised_root = now ? PromisedRoot(*now) : "";
+    promises_.Set(name, promised_root, now ? now->capacity_bytes : -1);
+    usage_.Track(name, !promised_root.empty() && now->phase == "Bound");
     if (now == nullptr)  // space freed: claims that did not fit try again now
       for (const std::string& key : space_waiters_.TakeAll()) queue_.Add("claim/" + key);
     if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
@@ -212,6 +219,12 @@ class Controller {
     if (made_on != cfg_.node_name && !OnAllNodes(v)) return "";
     auto root = v.meta.annotations.find(ann::kPvDir);
     return root == v.meta.annotations.end() ? cfg_.pv_dir : root->second;
+  }
+
+  // What the usage scanner walks for a volume now (usage.hpp), from the cache.
+  std::optional<UsageTarget> UsageTargetOf(const std::string& name) const {
+    std::optional<Volume> v = volumes_.Get(name);
+    return v ? UsageTargetFor(cfg_, *v, !PromisedRoot(*v).empty()) : std::nullopt;
   }
 
   // A class appeared or changed: claims of that class that failed may now succeed.
@@ -243,7 +256,11 @@ class Controller {
       while (!Synced() && !stopped_) stop_cv_.wait_for(lock, std::chrono::milliseconds(20));
       if (stopped_) return;
     }
-    std::call_once(first_scan_, [this] { queue_.Add(kScanOrphans); });
+    // The usage scan starts then too: at start-up the lists come first.
+    std::call_once(first_scan_, [this] {
+      queue_.Add(kScanOrphans);
+      usage_.Start();
+    });
     std::string key;
     while (queue_.Get(&key)) {
       w.busy_since_ms = NowMs();
@@ -635,4 +652,5 @@ class Controller {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopped_ = false;
+  UsageScanner usage_;  // last: its threads use the members above
 };

@@ -6,9 +6,11 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "controller.hpp"
 #include "fsops.hpp"
+#include "usage.hpp"
 
 // API requests by verb, resource and code. Thread-safe.
 class RequestCounter {
@@ -57,6 +59,55 @@ inline void Histogram(std::ostringstream& o, const std::string& name, const char
   o << name << "_sum " << h.sum << "\n" << name << "_count " << h.count << "\n";
 }
 
+// The usage scan's figures under kubelet's names and labels (kubelet labels by namespace and
+// persistentvolumeclaim; persistentvolume is ours, so that a series names its PV too), and
+// the scan's own progress. Kubelet's HELP texts, with what each means for a directory.
+inline void Usage(std::ostringstream& o, const UsageScanner& scanner) {
+  const char* p = "hostpath_provisioner_";
+  o << "# HELP " << p << "usage_scans_total Passes of the usage scan over every volume, completed.\n# TYPE " << p
+    << "usage_scans_total counter\n" << p << "usage_scans_total " << scanner.passes() << "\n";
+  o << "# HELP " << p << "usage_scan_entries_total Files and directories counted by the usage scan.\n# TYPE " << p
+    << "usage_scan_entries_total counter\n" << p << "usage_scan_entries_total " << scanner.entries() << "\n";
+  o << "# HELP " << p << "usage_scan_last_duration_seconds How long the last completed pass of the usage scan took.\n"
+    << "# TYPE " << p << "usage_scan_last_duration_seconds gauge\n" << p << "usage_scan_last_duration_seconds "
+    << scanner.last_pass_seconds() << "\n";
+  const std::vector<VolumeUsage> volumes = scanner.Snapshot();
+  if (volumes.empty()) return;
+  struct Gauge {
+    const char* name;
+    const char* help;
+    bool (*has)(const VolumeUsage&);
+    uint64_t (*value)(const VolumeUsage&);
+  };
+  static const Gauge gauges[] = {
+      {"capacity_bytes", "Capacity in bytes of the volume (hostpath-provisioner: the PV's capacity, which a hostPath "
+       "volume is not held to)",
+       [](const VolumeUsage& u) { return u.capacity_bytes >= 0; },
+       [](const VolumeUsage& u) { return static_cast<uint64_t>(u.capacity_bytes); }},
+      {"available_bytes", "Number of available bytes in the volume (hostpath-provisioner: its capacity less its used "
+       "bytes, at most what its filesystem has free, never below 0)",
+       [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return AvailableBytes(u); }},
+      {"used_bytes", "Number of used bytes in the volume (hostpath-provisioner: space allocated to its directory tree, "
+       "as du -sx counts it, at the last usage scan)",
+       [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.used_bytes; }},
+      {"inodes", "Maximum number of inodes in the volume (hostpath-provisioner: its filesystem's)",
+       [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.fs.inodes; }},
+      {"inodes_free", "Number of free inodes in the volume (hostpath-provisioner: its filesystem's)",
+       [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.fs.inodes_free; }},
+      {"inodes_used", "Number of used inodes in the volume (hostpath-provisioner: files and directories in its "
+       "directory, as du -sx --inodes counts them, at the last usage scan)",
+       [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.inodes_used; }},
+  };
+  for (const Gauge& g : gauges) {
+    const std::string name = std::string("kubelet_volume_stats_") + g.name;
+    o << "# HELP " << name << " " << g.help << "\n# TYPE " << name << " gauge\n";
+    for (const VolumeUsage& u : volumes)
+      if (g.has(u))
+        o << name << "{namespace=\"" << Label(u.namespace_) << "\",persistentvolumeclaim=\"" << Label(u.claim)
+          << "\",persistentvolume=\"" << Label(u.volume) << "\"} " << g.value(u) << "\n";
+  }
+}
+
 }  // namespace metrics_detail
 
 // Every metric, in the text exposition format.
@@ -97,5 +148,6 @@ inline std::string MetricsText(Controller& controller, RequestCounter& requests,
     o << "# HELP " << p << "root_total_bytes Size of the filesystem of each volume root.\n# TYPE " << p
       << "root_total_bytes gauge\n" << total.str();
   }
+  if (controller.usage().enabled()) metrics_detail::Usage(o, controller.usage());
   return o.str();
 }

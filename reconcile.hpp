@@ -534,10 +534,14 @@ inline void SlimForCache(Volume* v) {
   // Not provisioned by anyone we could be, or bound and not being deleted: nothing to do until
   // a later version (which the watch brings whole) says otherwise. The claim's uid and the path
   // stay: a claim checks that the volume of its name is its own, a deletion looks for other
-  // volumes that use its directory.
-  if (!v->meta.annotations.count(ann::kProvisionedBy) || (v->phase == "Bound" && !v->meta.deleting)) {
+  // volumes that use its directory. A provisioned volume keeps its claim's namespace and name:
+  // the usage scan (usage.hpp) recomputes its directory from them and labels its metrics.
+  const bool provisioned = v->meta.annotations.count(ann::kProvisionedBy) > 0;
+  if (!provisioned) {
     v->claim_ref.namespace_.clear();
     v->claim_ref.name.clear();
+  }
+  if (!provisioned || (v->phase == "Bound" && !v->meta.deleting)) {
     v->host_path_type.clear();
     v->meta.finalizers.clear();
   }

@@ -1,7 +1,8 @@
 // Whether a new volume fits under its root. The space a filesystem has for new volumes is its
 // free space, minus, unless the class overcommits, what volumes of ours under the same root
-// were promised (their capacity) and may still fill. Nothing walks directories here: a
-// provision costs one statvfs. The accounting sits behind SpaceBackend, so that a quota
+// were promised (their capacity) and may still fill: what they already use is not free any
+// more, so it counts once (the last usage scan's figure, usage.hpp, when there is one).
+// Nothing walks directories here: a provision costs one statvfs. The accounting sits behind SpaceBackend, so that a quota
 // backend (ext4/xfs project quotas, which would also enforce the size) can replace it.
 #pragma once
 #include <cstdint>
@@ -59,43 +60,72 @@ inline std::string SpaceShortfall(int64_t request, uint64_t available, uint64_t 
          (overcommit ? std::string() : ", or let the class overcommit (parameter overcommit: \"true\")");
 }
 
-// What volumes of ours were promised, per root, kept up to date from the watch, so that a
-// provision never walks the cache. Thread-safe.
+// What volumes of ours were promised, per root, beyond what they use, kept up to date from the
+// watch and the usage scan, so that a provision never walks the cache. Thread-safe.
 class Promises {
  public:
   // Volume `name` is promised `bytes` under `root` (root "" or bytes < 0: it counts nowhere).
+  // What it was last found to use is kept.
   void Set(const std::string& name, const std::string& root, int64_t bytes) {
     std::lock_guard<std::mutex> lock(mu_);
+    uint64_t used = 0;
     if (auto it = by_name_.find(name); it != by_name_.end()) {
-      Total& t = by_root_[it->second.first];
-      t.bytes -= it->second.second;
-      if (--t.volumes == 0) by_root_.erase(it->second.first);
-      by_name_.erase(it);
+      used = it->second.used;
+      Remove(it);
     }
     if (root.empty() || bytes < 0) return;
-    by_name_[name] = {root, static_cast<uint64_t>(bytes)};
-    Total& t = by_root_[root];
-    t.bytes += static_cast<uint64_t>(bytes);
-    ++t.volumes;
+    Add(name, Volume{root, static_cast<uint64_t>(bytes), used});
   }
 
-  // The bytes promised under `root`, and to how many volumes, leaving out volume `except`.
+  // Volume `name` uses `bytes` (its last usage scan): only the rest of its promise counts.
+  // Nothing for a volume not Set.
+  void SetUsed(const std::string& name, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_name_.find(name);
+    if (it == by_name_.end()) return;
+    Volume v = it->second;
+    v.used = bytes;
+    Remove(it);
+    Add(name, v);
+  }
+
+  // The bytes still promised under `root` (each volume's capacity less what it uses, at least
+  // 0), and to how many volumes, leaving out volume `except`.
   std::pair<uint64_t, size_t> Under(const std::string& root, const std::string& except) const {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = by_root_.find(root);
     if (it == by_root_.end()) return {0, 0};
     std::pair<uint64_t, size_t> out{it->second.bytes, it->second.volumes};
-    if (auto self = by_name_.find(except); self != by_name_.end() && self->second.first == root)
-      out = {out.first - self->second.second, out.second - 1};
+    if (auto self = by_name_.find(except); self != by_name_.end() && self->second.root == root)
+      out = {out.first - self->second.Outstanding(), out.second - 1};
     return out;
   }
 
  private:
+  struct Volume {
+    std::string root;
+    uint64_t promised = 0, used = 0;
+    uint64_t Outstanding() const { return promised > used ? promised - used : 0; }
+  };
   struct Total {
     uint64_t bytes = 0;
     size_t volumes = 0;
   };
+
+  void Add(const std::string& name, Volume v) {
+    Total& t = by_root_[v.root];
+    t.bytes += v.Outstanding();
+    ++t.volumes;
+    by_name_[name] = std::move(v);
+  }
+  void Remove(std::unordered_map<std::string, Volume>::iterator it) {
+    Total& t = by_root_[it->second.root];
+    t.bytes -= it->second.Outstanding();
+    if (--t.volumes == 0) by_root_.erase(it->second.root);
+    by_name_.erase(it);
+  }
+
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::pair<std::string, uint64_t>> by_name_;
+  std::unordered_map<std::string, Volume> by_name_;
   std::map<std::string, Total> by_root_;
 };

@@ -12,7 +12,9 @@
 //  - node-aware mode: a burst of 300 WaitForFirstConsumer claims, 100 for each of three nodes
 //    (selected-node set at their create, as the scheduler would), on three instances with
 //    NODE_NAME node-0..2, until all are Bound, against 300 Immediate claims on one single-node
-//    instance: no slower per claim.
+//    instance: no slower per claim;
+//  - the usage scan: its CPU per 100 000 files, and a burst of 1000 claims while a pass over a
+//    volume of 100 000 files runs, against one on an instance that does not scan: no slower.
 // The baseline does only the irreducible work of a provisioner: for each claim, as its create
 // returns, one mkdir and one PV create; for a deletion one rmdir and one PV delete. No watches,
 // no cache, no events. Four threads (as the provisioner's default WORKERS), each with a
@@ -86,6 +88,8 @@ constexpr int kBurst = 1000, kRounds = 3;                // bursts, provisioner 
 constexpr int kNodes = 3, kNodeBurst = 300;              // node-aware instances; claims at once over them
 constexpr int kNodeRounds = 5;                           // their bursts, alternating with a single-node instance
 constexpr int kStartupPairs = 10000;                     // bound claims and PVs present at start-up
+constexpr int kScanDirs = 100, kScanFiles = 100000;      // the scanned volume: files in that many directories
+constexpr int kScanRounds = 3;                           // bursts with and without a scan running
 constexpr auto kBurstLimit = std::chrono::seconds(120);  // a burst not done by then is a failure
 constexpr auto kIdleWindow = std::chrono::seconds(10);   // idle CPU and wake-ups are counted over this
 
@@ -474,6 +478,8 @@ struct Target {
   Baseline* baseline = nullptr;     // nullptr for the provisioner
   std::string cls = "hostpath";     // the claims' StorageClass
   int nodes = 0;                    // > 0: claims spread over node-0 .. node-(nodes-1), selected-node set
+  long kept = 0;                    // entries of each of pv_dirs that are not the bursts' (stay after a delete)
+  std::function<void()> before;     // run just before a burst starts
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -534,6 +540,7 @@ Burst RunBurst(const Target& t, bool create, const std::string& prefix, int n, s
     for (pid_t pid : t.provisioners) sum += CpuSeconds(pid);
     return sum;
   };
+  if (t.before) t.before();
   double cpu0 = cpu();
   int64_t t0 = NowNs(), dirs_gone = 0;
   try {
@@ -548,7 +555,7 @@ Burst RunBurst(const Target& t, bool create, const std::string& prefix, int n, s
       if (std::chrono::steady_clock::now() > end) throw Failure(std::string(t.who) + " burst not done within 120 s");
       if (t.baseline && !t.baseline->error().empty()) throw Failure("baseline: " + t.baseline->error());
       if (!create && last_ns > 0 &&
-          std::all_of(t.pv_dirs.begin(), t.pv_dirs.end(), [](const std::string& d) { return CountEntries(d) == 0; }))
+          std::all_of(t.pv_dirs.begin(), t.pv_dirs.end(), [&](const std::string& d) { return CountEntries(d) == t.kept; }))
         dirs_gone = NowNs();
       std::this_thread::sleep_for(std::chrono::microseconds(500));
       if (polls % 10 == 0)
@@ -614,6 +621,7 @@ Burst Trickle(const Target& t, const std::string& prefix, int n) {
 struct Provisioner {
   std::unique_ptr<Process> proc;
   double ready_seconds = 0;  // exec -> first /readyz 200
+  int port = 0;              // of its HTTP endpoint
 };
 
 // Starts the provisioner with the service account's kubeconfig and `env` on top (e.g. NODE_NAME);
@@ -621,7 +629,7 @@ struct Provisioner {
 Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const std::string& log,
                              std::map<std::string, std::string> env = {}) {
   Provisioner p;
-  int port = FreePort();
+  int port = p.port = FreePort();
   env.insert({{"PV_DIR", pv_dir},
               {"KUBECONFIG", fake.dir() + "/provisioner.kubeconfig"},
               {"METRICS_ADDRESS", "127.0.0.1:" + std::to_string(port)},
@@ -652,6 +660,52 @@ void WaitCpuQuiet(pid_t pid, std::chrono::milliseconds quiet) {
     if (now - last > 1e-4) since = std::chrono::steady_clock::now();
     last = now;
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The usage scan.
+
+// The value of an unlabelled series on the provisioner's /metrics; -1 when it is not there.
+double MetricValue(int port, const std::string& name) {
+  httplib::Client cli("127.0.0.1", port);
+  auto r = cli.Get("/metrics");
+  if (!r || r->status != 200) return -1;
+  size_t at = r->body.find("\n" + name + " ");
+  return at == std::string::npos ? -1 : std::atof(r->body.c_str() + at + name.size() + 2);
+}
+
+// CPU seconds of the provisioner's usage scan threads ("usage-scan" and "usage-walk").
+double ScanCpuSeconds(pid_t pid) {
+  double sum = 0;
+  ForEachTask(pid, [&](const std::string& task) {
+    if (ReadFile(task + "/comm").rfind("usage-", 0) == 0) sum += std::atof(ReadFile(task + "/schedstat").c_str()) / 1e9;
+  });
+  return sum;
+}
+
+// Makes `dirs` directories of `files` empty files each in `path` (the walk's cost is per entry,
+// not per byte; empty files keep a tmpfs small).
+void MakeTree(const std::string& path, int dirs, int files) {
+  for (int d = 0; d < dirs; ++d) {
+    std::string dir = path + "/d" + std::to_string(d);
+    if (::mkdir(dir.c_str(), 0755) != 0) throw Failure("cannot create " + dir);
+    for (int f = 0; f < files; ++f) {
+      int fd = ::open((dir + "/f" + std::to_string(f)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0) throw Failure("cannot create a file in " + dir);
+      ::close(fd);
+    }
+  }
+}
+
+// Waits until the scan has completed a pass after the `after`-th; returns how many it has.
+long NextPass(int port, long after) {
+  const std::string name = "hostpath_provisioner_usage_scans_total";
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < end;) {
+    long passes = static_cast<long>(MetricValue(port, name));
+    if (passes > after) return passes;
+    SleepMs(5);
+  }
+  throw Failure("the usage scan completed no pass within 60 s");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -819,6 +873,51 @@ int Run() {
     });
   }
 
+  // The usage scan: an instance scanning every second, with a volume of kScanFiles files, and
+  // one that does not scan (USAGE_SCAN_INTERVAL=0), each on a fake of its own.
+  std::printf("bench: usage scan of a volume of %d files; %d rounds of %d claims at once while a pass runs, and "
+              "without a scan\n", kScanFiles, kScanRounds, kBurst);
+  std::fflush(stdout);
+  double scan_cpu = 0, scan_entries = 0, scan_pass_seconds = 0, burst_entries = 0;
+  std::vector<double> create_scan, create_quiet, delete_scan, delete_quiet;
+  {
+    Fake fake_s(work + "/api-usage-scan"), fake_q(work + "/api-usage-quiet");
+    std::string pv_s = MakeDir(volumes + "/pv-usage-scan"), pv_q = MakeDir(volumes + "/pv-usage-quiet");
+    Provisioner scanning = StartProvisioner(fake_s, pv_s, work + "/provisioner-usage-scan.log", {{"USAGE_SCAN_INTERVAL", "1"}});
+    Provisioner quiet = StartProvisioner(fake_q, pv_q, work + "/provisioner-usage-quiet.log", {{"USAGE_SCAN_INTERVAL", "0"}});
+    const pid_t pid = scanning.proc->pid();
+    const int port = scanning.port;
+    auto admin = fake_s.Admin();
+    std::string query = WaitQuery(*admin, true, "tree");
+    std::vector<Claimed> tree = CreateClaims(fake_s, "tree", 1, nullptr);
+    WaitInFake(*admin, query, 1);
+    MakeTree(pv_s + "/" + tree[0].dir(), kScanDirs, kScanFiles / kScanDirs);
+    // One whole pass: from the end of the first pass that began once the tree was made to the
+    // end of the next, between which the scan threads do nothing else.
+    long passes = NextPass(port, NextPass(port, static_cast<long>(MetricValue(port, "hostpath_provisioner_usage_scans_total"))));
+    const double cpu0 = ScanCpuSeconds(pid), entries0 = MetricValue(port, "hostpath_provisioner_usage_scan_entries_total");
+    passes = NextPass(port, passes);
+    scan_cpu = ScanCpuSeconds(pid) - cpu0;
+    scan_entries = MetricValue(port, "hostpath_provisioner_usage_scan_entries_total") - entries0;
+    scan_pass_seconds = MetricValue(port, "hostpath_provisioner_usage_scan_last_duration_seconds");
+    // Each burst on the scanning instance starts as a pass starts: once a pass ends, the next
+    // starts after the interval (1 s).
+    double entries_at_start = 0;
+    Target scan{"scanning", &fake_s, {pv_s}, {pid}};
+    scan.kept = 1;
+    scan.before = [&] {
+      passes = NextPass(port, passes);
+      SleepMs(1010);
+      entries_at_start = MetricValue(port, "hostpath_provisioner_usage_scan_entries_total");
+    };
+    Target calm{"quiet", &fake_q, {pv_q}, {quiet.proc->pid()}};
+    Alternate(scan, calm, kBurst, kScanRounds, [&](const Target& t, bool create, const Burst& b) {
+      const bool scanned = t.before != nullptr;
+      (create ? (scanned ? create_scan : create_quiet) : (scanned ? delete_scan : delete_quiet)).push_back(b.seconds);
+      if (scanned) burst_entries += MetricValue(port, "hostpath_provisioner_usage_scan_entries_total") - entries_at_start;
+    });
+  }
+
   // Start-up with kStartupPairs bound claims and their PVs already there.
   std::printf("bench: start-up with %d bound claims and PVs\n", kStartupPairs);
   std::fflush(stdout);
@@ -878,6 +977,19 @@ int Run() {
   rep.Add("create until all Bound: node-aware / single-node",
           Fmt("%.3f", median(create_n)) + Fmt(" / %.3f s", median(create_s)) + Fmt(" = %.2fx", nodes_ratio), "<= 1x per claim",
           nodes_ratio <= 1);
+  rep.Section("usage scan (USAGE_SCAN_INTERVAL=1), a volume of " + std::to_string(kScanFiles) + " empty files in " +
+              std::to_string(kScanDirs) + " directories; " + std::to_string(kBurst) + " claims at once, " +
+              std::to_string(create_scan.size()) + " rounds (medians)");
+  rep.Add("scan CPU per 100 000 files (its two threads)", Fmt("%.3f s", scan_cpu * 100000 / std::max(1.0, scan_entries)));
+  rep.Add("one pass: entries / time (1000 per 5 ms pause)", Fmt("%.0f", scan_entries) + Fmt(" / %.3f s", scan_pass_seconds));
+  double scan_ratio = median(create_scan) / median(create_quiet);
+  rep.Add("create until all Bound: scan running / none",
+          Fmt("%.3f", median(create_scan)) + Fmt(" / %.3f s", median(create_quiet)) + Fmt(" = %.2fx", scan_ratio),
+          "<= 1.1x", scan_ratio <= 1.1);
+  rep.Add("delete until all gone: scan running / none",
+          Fmt("%.3f", median(delete_scan)) + Fmt(" / %.3f s", median(delete_quiet)) +
+              Fmt(" = %.2fx", median(delete_scan) / median(delete_quiet)));
+  rep.Add("entries scanned during those bursts", Fmt("%.0f", burst_entries) + Fmt(" (%.0f per burst)", burst_entries / std::max<size_t>(1, 2 * create_scan.size())));
   rep.Section("idle (from 1 s after /readyz, no claims)");
   rep.Add("VmRSS (resident)", MiB(idle_mem.rss_kib), "< 6 MiB", idle_mem.rss_kib < 6 * 1024);
   rep.Add("RssAnon (private)", MiB(idle_mem.anon_kib), "< 2 MiB", idle_mem.anon_kib < 2 * 1024);
@@ -912,6 +1024,12 @@ int Run() {
   json["create_seconds_single_node"] = array(create_s);
   json["create_cpu_seconds_node_aware"] = array(cpu_n);  // the instances' together
   json["create_cpu_seconds_single_node"] = array(cpu_s);
+  json["create_seconds_scanning"] = array(create_scan);  // kBurst claims while a usage scan runs
+  json["create_seconds_not_scanning"] = array(create_quiet);
+  json["delete_seconds_scanning"] = array(delete_scan);
+  json["delete_seconds_not_scanning"] = array(delete_quiet);
+  json["usage_scan_cpu_seconds_per_pass"] = picojson::value(scan_cpu);
+  json["usage_scan_entries_per_pass"] = picojson::value(scan_entries);
   json["binary_bytes"] = picojson::value(static_cast<double>(st.st_size));
   json["cpus"] = picojson::value(static_cast<double>(cpus));
   json["figures"] = rep.Json();

@@ -86,6 +86,28 @@ TEST_CASE("bad values are refused with a message naming the setting", "[config]"
   }
 }
 
+TEST_CASE("USAGE_SCAN_INTERVAL: seconds between usage scans, 0 for none", "[config][usage]") {
+  CHECK(Parse({}).value().usage_scan_seconds == 60);  // as kubelet's --volume-stats-agg-period
+  CHECK(Parse({}, {{"USAGE_SCAN_INTERVAL", "0"}}).value().usage_scan_seconds == 0);
+  CHECK(Parse({"--usage-scan-interval=300"}, {{"USAGE_SCAN_INTERVAL", "5"}}).value().usage_scan_seconds == 300);
+  struct Row {
+    std::vector<std::string> args;
+    std::map<std::string, std::string> env;
+    const char* says;
+  } bad[] = {
+      {{}, {{"USAGE_SCAN_INTERVAL", "1m"}}, "USAGE_SCAN_INTERVAL (--usage-scan-interval) must be a whole number from 0 to 86400, not \"1m\""},
+      {{}, {{"USAGE_SCAN_INTERVAL", "-1"}}, "must be a whole number from 0 to 86400"},
+      {{"--usage-scan-interval=86401"}, {}, "--usage-scan-interval (USAGE_SCAN_INTERVAL) must be a whole number from 0 to 86400"},
+      {{"--usage-scan-interval="}, {}, "not \"\""},
+  };
+  for (const Row& r : bad) {
+    INFO(r.says);
+    Result<Config> got = Parse(r.args, r.env);
+    REQUIRE_FALSE(got.ok());
+    CHECK_THAT(got.status().message(), Catch::Contains(r.says));
+  }
+}
+
 TEST_CASE("--help lists every setting with its variable and default", "[config]") {
   std::string help = HelpText();
   for (const Setting& s : Settings()) {

@@ -39,3 +39,22 @@ TEST_CASE("Promises: per root, updated in place, leaving a volume out", "[space]
   p.Set("v4", "/a", -1);  // size unknown: counts nowhere
   CHECK(p.Under("/a", "") == std::make_pair(uint64_t{0}, size_t{0}));
 }
+
+TEST_CASE("Promises: what a volume uses is not promised any more, and a watch update keeps it", "[space]") {
+  Promises p;
+  p.Set("v1", "/a", 100);
+  p.Set("v2", "/a", 50);
+  p.SetUsed("v1", 30);
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{120}, size_t{2}));
+  CHECK(p.Under("/a", "v1") == std::make_pair(uint64_t{50}, size_t{1}));
+  CHECK(p.Under("/a", "v2") == std::make_pair(uint64_t{70}, size_t{1}));
+  p.Set("v1", "/a", 200);  // grown: its use is still known
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{220}, size_t{2}));
+  p.SetUsed("v2", 80);  // over its capacity: nothing more promised, never less than nothing
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{170}, size_t{2}));
+  p.SetUsed("unknown", 10);  // not a volume of ours: nothing
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{170}, size_t{2}));
+  p.Set("v1", "", -1);
+  p.Set("v1", "/a", 100);  // gone and back: its old use is forgotten
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{100}, size_t{2}));
+}
