@@ -6,6 +6,7 @@
 // the claim's changes carry its resourceVersion, so a retry or a second instance never
 // records a size twice.
 #pragma once
+#include <algorithm>
 #include <string>
 
 #include "expansion.hpp"
@@ -53,9 +54,9 @@ class Expander {
 
  private:
   // "" when the growth fits (or is not checked), else why not. With overcommit only the
-  // growth must fit in the free space; without, the whole new size must fit in the free space
-  // less what the other volumes under the root were promised, as for a new volume. *no_room:
-  // the space is what is short.
+  // growth must fit in the free space; without, the new size less what the volume already
+  // uses must fit in the free space less what the other volumes under the root may still
+  // fill, as for a new volume. *no_room: the space is what is short.
   std::string Fits(const Volume& v, const Expansion& e, bool* no_room) const {
     Result<Roots::Ref> root = roots_->Get(e.root);
     if (!root.ok()) return "cannot use " + e.root + ": " + root.status().message();
@@ -65,7 +66,8 @@ class Expander {
     Result<uint64_t> available = (*space_)->Available(**root);
     if (!available.ok()) return "cannot tell the free space: " + available.status().message();
     auto [promised, volumes] = promises_->Under(e.root, v.meta.name);
-    const int64_t want = e.overcommit ? e.bytes - e.from_bytes : e.bytes;
+    const int64_t used = static_cast<int64_t>(std::min<uint64_t>(promises_->Used(v.meta.name), e.bytes));
+    const int64_t want = e.overcommit ? e.bytes - e.from_bytes : e.bytes - used;
     std::string shortfall = SpaceShortfall(want, *available, promised, volumes, e.overcommit);
     if (shortfall.empty()) return "";
     *no_room = true;

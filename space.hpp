@@ -89,6 +89,13 @@ class Promises {
     Add(name, v);
   }
 
+  // What volume `name` was last found to use (0 when not known).
+  uint64_t Used(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_name_.find(name);
+    return it == by_name_.end() ? 0 : it->second.used;
+  }
+
   // The bytes still promised under `root` (each volume's capacity less what it uses, at least
   // 0), and to how many volumes, leaving out volume `except`.
   std::pair<uint64_t, size_t> Under(const std::string& root, const std::string& except) const {

@@ -216,3 +216,37 @@ TEST_CASE("the strict free-space check subtracts what other volumes were promise
   }));
   CHECK(Phase(api.Claim("default", "c")) == "Pending");
 }
+
+TEST_CASE("a strict expansion counts what the volume already uses once", "[e2e][usage][expand]") {
+  TempDir tmp;
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("strict", "Delete", "hostpath-provisioner.io/hostpath", "  overcommit: \"false\"\n") +
+                 "allowVolumeExpansion: true\n");
+  Provisioner p(api, fs.dir, {{"USAGE_SCAN_INTERVAL", "1"}});
+  api.CreateYaml(ClaimYaml("default", "a", "strict", "4Mi"));
+  const std::string pv = BoundVolume(api, "a");
+  REQUIRE_FALSE(pv.empty());
+  WriteBytes(fs.dir + "/default-a-" + pv + "/data", 3 * 1024 * 1024);
+  REQUIRE(Eventually([&] { return Metric(p, "kubelet_volume_stats_used_bytes", Labels("a", pv)) == 3 * 1024 * 1024; }));
+  auto ask = [&](const std::string& size) {
+    return api.Call("PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/a",
+                    R"({"spec":{"resources":{"requests":{"storage":")" + size + R"("}}}})", "application/merge-patch+json")
+        .code;
+  };
+  auto capacity = [&] { return api.Claim("default", "a").get("status").get("capacity").get("storage").to_str(); };
+  // 7 MiB free; 8 MiB less the 3 it uses fit (counting all 8 would not).
+  REQUIRE(ask("8Mi") == 200);
+  REQUIRE(Eventually([&] { return capacity() == "8Mi"; }));
+  // 12 MiB less 3 do not.
+  REQUIRE(ask("12Mi") == 200);
+  CHECK(Eventually([&] {
+    for (const auto& e : api.EventsAbout("default", "a"))
+      if (e.get("reason").to_str() == "VolumeResizeFailed" &&
+          e.get("message").to_str().find("not enough space: 9.0 MiB requested, 7.0 MiB available") != std::string::npos)
+        return true;
+    return false;
+  }));
+  CHECK(capacity() == "8Mi");
+}

@@ -54,7 +54,10 @@ TEST_CASE("Promises: what a volume uses is not promised any more, and a watch up
   CHECK(p.Under("/a", "") == std::make_pair(uint64_t{170}, size_t{2}));
   p.SetUsed("unknown", 10);  // not a volume of ours: nothing
   CHECK(p.Under("/a", "") == std::make_pair(uint64_t{170}, size_t{2}));
+  CHECK(p.Used("v1") == 30);
+  CHECK(p.Used("unknown") == 0);
   p.Set("v1", "", -1);
   p.Set("v1", "/a", 100);  // gone and back: its old use is forgotten
   CHECK(p.Under("/a", "") == std::make_pair(uint64_t{100}, size_t{2}));
+  CHECK(p.Used("v1") == 0);
 }
