@@ -130,15 +130,17 @@ struct DirId {
   bool has_mnt = false;
 };
 
+// The identity statx found (asked for at least STATX_TYPE | STATX_MODE | STATX_INO | STATX_MNT_ID).
+inline DirId DirIdOf(const struct statx& sx) {
+  const bool has_mnt = (sx.stx_mask & STATX_MNT_ID) != 0;
+  return DirId{makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mode, has_mnt ? sx.stx_mnt_id : 0, has_mnt};
+}
+
 // Fills *id for the open descriptor fd. Returns 0 or an errno value.
 inline int GetDirId(int fd, DirId* id) {
   struct statx sx;
   if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MODE | STATX_INO | STATX_MNT_ID, &sx) == 0) {
-    id->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-    id->ino = sx.stx_ino;
-    id->mode = sx.stx_mode;
-    id->has_mnt = (sx.stx_mask & STATX_MNT_ID) != 0;
-    id->mnt = id->has_mnt ? sx.stx_mnt_id : 0;
+    *id = DirIdOf(sx);
     return 0;
   }
   if (errno != ENOSYS) return errno;

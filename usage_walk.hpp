@@ -57,11 +57,7 @@ inline int StatEntry(int dir_fd, const char* name, fsops_detail::DirId* id, uint
   const int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC | (*name ? 0 : AT_EMPTY_PATH);
   struct statx sx;
   if (statx(dir_fd, name, flags, STATX_TYPE | STATX_MODE | STATX_INO | STATX_NLINK | STATX_BLOCKS | STATX_MNT_ID, &sx) == 0) {
-    id->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-    id->ino = sx.stx_ino;
-    id->mode = sx.stx_mode;
-    id->has_mnt = (sx.stx_mask & STATX_MNT_ID) != 0;
-    id->mnt = id->has_mnt ? sx.stx_mnt_id : 0;
+    *id = fsops_detail::DirIdOf(sx);
     *blocks = sx.stx_blocks;
     *links = sx.stx_nlink;
     return 0;

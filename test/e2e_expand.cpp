@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "harness.hpp"
+#include "tmpfs.hpp"
 
 using namespace harness;
 
@@ -104,16 +105,9 @@ TEST_CASE("a claim that asks for more gets it: Resizing, then the PV's and the c
 
 TEST_CASE("an expansion that does not fit waits with a VolumeResizeFailed event, and completes once space frees up", "[e2e][expand]") {
   TempDir tmp;
-  const std::string pv_dir = tmp.path() + "/pv";
-  ::mkdir(pv_dir.c_str(), 0755);
-  if (::mount("tmpfs", pv_dir.c_str(), "tmpfs", 0, "size=10m") != 0) {
-    WARN("SKIPPED: cannot mount a tmpfs here (needs root): " << std::strerror(errno));
-    return;
-  }
-  struct Unmount {
-    std::string dir;
-    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
-  } unmount{pv_dir};
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  const std::string& pv_dir = fs.dir;
   FakeApi api(tmp.path() + "/api");
   api.CreateYaml(ExpandableClass("hostpath", true));
   Provisioner p(api, pv_dir);

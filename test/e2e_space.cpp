@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "harness.hpp"
+#include "tmpfs.hpp"
 
 using namespace harness;
 
@@ -26,16 +27,9 @@ bool HasEvent(FakeApi& api, const std::string& claim, const std::string& reason,
 
 TEST_CASE("a claim that does not fit its root waits with an event naming both sizes, and binds once space frees up", "[e2e][space]") {
   TempDir tmp;
-  const std::string pv_dir = tmp.path() + "/pv";
-  ::mkdir(pv_dir.c_str(), 0755);
-  if (::mount("tmpfs", pv_dir.c_str(), "tmpfs", 0, "size=10m") != 0) {
-    WARN("SKIPPED: cannot mount a tmpfs here (needs root): " << std::strerror(errno));
-    return;
-  }
-  struct Unmount {
-    std::string dir;
-    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
-  } unmount{pv_dir};
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  const std::string& pv_dir = fs.dir;
   FakeApi api(tmp.path() + "/api");
   api.CreateYaml(ClassYaml("hostpath", "Delete"));  // the default: overcommit
   api.CreateYaml(ClassYaml("strict", "Delete", "hostpath-provisioner.io/hostpath", "  overcommit: \"false\"\n"));

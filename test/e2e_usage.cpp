@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "harness.hpp"
+#include "tmpfs.hpp"
 
 using namespace harness;
 
@@ -21,19 +22,6 @@ namespace {
 constexpr const char* kClaims = "/api/v1/namespaces/default/persistentvolumeclaims/";
 
 // A tmpfs of `size` at `dir`, unmounted at the end; false (with a WARN) where that is refused.
-struct Tmpfs {
-  std::string dir;
-  bool mounted = false;
-  Tmpfs(const std::string& at, const char* size) : dir(at) {
-    ::mkdir(dir.c_str(), 0755);
-    mounted = ::mount("tmpfs", dir.c_str(), "tmpfs", 0, (std::string("size=") + size).c_str()) == 0;
-    if (!mounted) WARN("SKIPPED: cannot mount a tmpfs here (needs root): " << std::strerror(errno));
-  }
-  ~Tmpfs() {
-    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
-  }
-};
-
 uint64_t Du(const std::string& path, const char* what) {
   FILE* p = ::popen(("du -sx " + std::string(what) + " '" + path + "'").c_str(), "r");
   unsigned long long n = 0;
