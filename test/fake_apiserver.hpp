@@ -91,6 +91,7 @@ struct ApiServerOptions {
 struct RequestRecord {
   int64_t t_ns = 0;  // when it arrived, ns since the epoch
   std::string user, verb, resource, subresource, ns, name;
+  std::string resource_version;  // the query's resourceVersion (a list's or watch's start), if any
   int code = 0;
 };
 
@@ -609,6 +610,7 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
   }
   RequestInfo info = Resolve(req);
   Describe(rec, info);
+  rec.resource_version = req.get_param_value("resourceVersion");
   const User* who = Authenticate(req);
   if (who == nullptr) {
     reply(401, StatusBody(401, "Unauthorized", "Unauthorized"));
@@ -1170,7 +1172,7 @@ inline std::string RecordJson(const RequestRecord& r, const std::string& extra) 
   std::string resource = r.subresource.empty() ? r.resource : r.resource + "/" + r.subresource;
   return "{\"t_ns\":" + std::to_string(r.t_ns) + ",\"user\":" + Quote(r.user) + ",\"verb\":" + Quote(r.verb) +
          ",\"resource\":" + Quote(resource) + ",\"namespace\":" + Quote(r.ns) + ",\"name\":" + Quote(r.name) +
-         extra + "}";
+         ",\"resourceVersion\":" + Quote(r.resource_version) + extra + "}";
 }
 }  // namespace server_detail
 

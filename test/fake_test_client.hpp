@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "api_connection.hpp"
 #include "test/fake_apiserver.hpp"
 
 namespace fake_test {
@@ -49,6 +50,18 @@ struct Server {
   }
   fake::ApiServer api;
 };
+
+// The endpoint a product client (ApiConnection) uses to reach the server as its admin.
+inline std::shared_ptr<ApiEndpoint> EndpointOf(const fake::ApiServer& api) {
+  ApiCredentials c;
+  c.server = "https://127.0.0.1:" + std::to_string(api.port());
+  c.ca_pem = ReadFile(api.dir() + "/ca.crt");
+  c.token = api.admin_token();
+  c.source = "test";
+  Result<std::shared_ptr<ApiEndpoint>> ep = ApiEndpoint::From(c);
+  REQUIRE(ep.ok());
+  return *ep;
+}
 
 struct Reply {
   int code = 0;

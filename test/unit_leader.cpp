@@ -11,20 +11,10 @@
 namespace {
 
 using fake_test::Admin;
+using fake_test::EndpointOf;
 using fake_test::Server;
 
 const char* const kLeases = "/apis/coordination.k8s.io/v1/namespaces/default/leases";
-
-std::shared_ptr<ApiEndpoint> EndpointOf(const fake::ApiServer& api) {
-  ApiCredentials c;
-  c.server = "https://127.0.0.1:" + std::to_string(api.port());
-  c.ca_pem = fake_test::ReadFile(api.dir() + "/ca.crt");
-  c.token = api.admin_token();
-  c.source = "test";
-  Result<std::shared_ptr<ApiEndpoint>> ep = ApiEndpoint::From(c);
-  REQUIRE(ep.ok());
-  return *ep;
-}
 
 LeaseTimings Short() {
   LeaseTimings t;
