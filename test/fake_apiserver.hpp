@@ -993,8 +993,16 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
       return {403, StatusBody(403, "Forbidden", t.QualifiedResource() + " \"" + info.name + "\" is forbidden: " + why, &d)};
     }
   }
+  DropEmptyMeta(next);
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
+  // An object being deleted whose last finalizer goes is deleted (Store.Update's
+  // deleteWithoutFinalizers), and the answer is the object of the request, not the deleted state.
+  if (IsDeleting(next) && StringList(next, {"metadata", "finalizers"}).empty()) {
+    Json answer = next;
+    store_.Commit(t.plural, std::move(next));
+    return {200, std::move(answer)};
+  }
   store_.Commit(t.plural, std::move(next));
   return AnswerWrite(200, t.plural);
 }

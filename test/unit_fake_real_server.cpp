@@ -1,0 +1,50 @@
+// Tests of the fake API server where a comparison with a real Kubernetes 1.24 API server, request
+// by request, found it answering otherwise (issue 33, item 4). Each case says what the real
+// server does and which part of Kubernetes' source does it.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "test/fake_apiserver.hpp"
+#include "test/fake_test_client.hpp"
+
+using namespace fake_test;
+
+namespace {
+
+// A PV with the finalizer example.com/keep besides the pv-protection one admission adds.
+std::string KeptPv(const std::string& name) {
+  std::string body = Pv(name);
+  return body.replace(body.find("\"name\":\"" + name + "\""), name.size() + 9,
+                      "\"name\":\"" + name + "\",\"finalizers\":[\"example.com/keep\"]");
+}
+
+}  // namespace
+
+// Go's encoding/json omits an empty slice tagged omitempty (ObjectMeta.Finalizers, Labels,
+// Annotations, OwnerReferences): what the real server answers and stores has no empty list.
+TEST_CASE("a merge patch that empties a PV's finalizers answers without metadata.finalizers") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("p")).code == 201);
+  Reply r = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"finalizers":[],"labels":{}}})", "application/merge-patch+json");
+  REQUIRE(r.code == 200);
+  CHECK(fake::Path(r.body, {"metadata", "finalizers"}) == nullptr);
+  CHECK(fake::Path(r.body, {"metadata", "labels"}) == nullptr);
+  CHECK(fake::Path(Admin(s.api, "GET", kPvs + "/p").body, {"metadata", "finalizers"}) == nullptr);
+}
+
+// Store.Update's shouldDeleteDuringUpdate (registry/generic/registry/store.go): an update that
+// leaves an object being deleted without finalizers deletes it; the answer is its last state.
+TEST_CASE("a merge patch of finalizers [] on a PV being deleted removes the PV") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, KeptPv("f")).code == 201);
+  REQUIRE(Admin(s.api, "DELETE", kPvs + "/f").code == 200);
+  // The pv-protection controller removed its own finalizer (the PV is not bound); this one stays.
+  REQUIRE(fake::StringList(Admin(s.api, "GET", kPvs + "/f").body, {"metadata", "finalizers"}) ==
+          std::vector<std::string>{"example.com/keep"});
+  Reply r = Admin(s.api, "PATCH", kPvs + "/f", R"({"metadata":{"finalizers":[]}})", "application/merge-patch+json");
+  CHECK(r.code == 200);
+  CHECK(fake::Path(r.body, {"metadata", "finalizers"}) == nullptr);
+  CHECK(Admin(s.api, "GET", kPvs + "/f").code == 404);
+}
+
