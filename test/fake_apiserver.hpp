@@ -508,6 +508,9 @@ inline Status ApiServer::Start() {
       ApplyDefaults(TypeOf("namespaces"), obj);
       store_.Put("namespaces", obj);
     }
+    // The watch cache starts with the server: it lists at the current resourceVersion, and a
+    // watch from an older one is 410 Expired (watch_cache.go: oldest = listResourceVersion + 1).
+    store_.Compact();
   }
   watch_.bookmark_seconds = opts_.bookmark_seconds;
   auto loop = std::make_unique<HttpsLoop>(
@@ -1167,8 +1170,8 @@ inline std::unique_ptr<Exchange> ApiServer::WaitFor(const httplib::Request& req,
     return answer(400, BadRequest("wait needs resource (a core/v1 plural), until=Bound|Deleted, count >= 1"));
   Store::Lock l(store_);
   Bucket& b = store_.bucket(p.plural);
-  uint64_t from = std::strtoull(req.get_param_value("resourceVersion").c_str(), nullptr, 10);
-  if (from < b.floor_rv) return answer(410, StatusBody(410, "Expired", "too old resource version"));
+  uint64_t from = std::strtoull(req.get_param_value("resourceVersion").c_str(), nullptr, 10);  // 0: the oldest kept
+  if (from != 0 && from < b.floor_rv) return answer(410, StatusBody(410, "Expired", "too old resource version"));
   return std::make_unique<WaitStream>(store_, watch_, std::move(p), b.SeqAfter(from));
 }
 

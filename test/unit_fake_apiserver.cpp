@@ -231,7 +231,8 @@ TEST_CASE("drop-watches ends an open watch") {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });
-  auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=600&resourceVersion=1", 1);
+  std::string rv = Str(Admin(s.api, "GET", kPvs).body, {"metadata", "resourceVersion"});
+  auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=600&resourceVersion=" + rv, 1);
   ended = true;
   dropper.join();
   CHECK(events.empty());

@@ -48,3 +48,37 @@ TEST_CASE("a merge patch of finalizers [] on a PV being deleted removes the PV")
   CHECK(Admin(s.api, "GET", kPvs + "/f").code == 404);
 }
 
+// The watch cache starts when the server does (watch_cache.go: with no event dropped since its
+// first list, the oldest resourceVersion served is that list's + 1, and older ones are "too old
+// resource version: RV (list RV)"); resourceVersion 0 or none is the current state.
+TEST_CASE("a watch from resourceVersion 1 on a server that started later is one ERROR event, 410 Expired") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("a")).code == 201);
+  auto expired = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30&resourceVersion=1", 2);
+  REQUIRE(expired.size() == 1);
+  CHECK(Str(expired[0], {"type"}) == "ERROR");
+  CHECK(expired[0].get("object").get("code").get<double>() == 410);
+  CHECK(Str(expired[0], {"object", "reason"}) == "Expired");
+  CHECK(Str(expired[0], {"object", "message"}).rfind("too old resource version: 1 (", 0) == 0);
+
+  for (const std::string from : {"&resourceVersion=0", ""}) {
+    auto current = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30" + from, 1);
+    REQUIRE(current.size() == 1);
+    CHECK(Str(current[0], {"type"}) == "ADDED");
+    CHECK(Str(current[0], {"object", "metadata", "name"}) == "a");
+  }
+  SECTION("every write after the start is in the history: a watch from the first object's creation sees the rest") {
+    Reply first = Admin(s.api, "GET", kPvs + "/a");
+    REQUIRE(Admin(s.api, "POST", kPvs, Pv("b")).code == 201);
+    // "a" was created (Pending), then made Available by the PV controller: from its creation on
+    // comes that change, then "b".
+    std::string created_rv = std::to_string(std::stoull(Str(first.body, {"metadata", "resourceVersion"})) - 1);
+    auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=30&resourceVersion=" + created_rv, 2);
+    REQUIRE(events.size() >= 2);
+    CHECK(Str(events[0], {"type"}) == "MODIFIED");
+    CHECK(Str(events[0], {"object", "metadata", "name"}) == "a");
+    CHECK(Str(events[1], {"type"}) == "ADDED");
+    CHECK(Str(events[1], {"object", "metadata", "name"}) == "b");
+  }
+}
+
