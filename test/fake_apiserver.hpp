@@ -275,6 +275,7 @@ class ApiServer {
   std::string ca_pem_;
   std::string admin_token_;
   User admin_user_, sa_user_;  // who the two tokens are (Start)
+  const User anonymous_user_{"system:anonymous", {"system:unauthenticated"}};
   mutable std::mutex auth_mu_;
   std::string sa_token_;
   std::mutex ctl_mu_;
@@ -566,14 +567,19 @@ inline Status ApiServer::RotateToken() {
   return server_detail::WriteFileAtomic(opts_.dir + "/serviceaccount/token", token, 0600);
 }
 
-// The user a request's bearer token names, or null.
+// The user a request's bearer token names; system:anonymous for a request without one (no
+// Authorization header, another scheme, an empty token: bearertoken.go sees no credentials, and
+// anonymous auth is on by default); null for a token that names no one (401).
 inline const User* ApiServer::Authenticate(const httplib::Request& req) {
   auto it = req.headers.find("Authorization");
-  if (it == req.headers.end()) return nullptr;
+  if (it == req.headers.end()) return &anonymous_user_;
   std::string_view token = it->second;
-  if (token.substr(0, 7) != "Bearer ") return nullptr;
+  std::string scheme(token.substr(0, 7));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "bearer ") return &anonymous_user_;
   token.remove_prefix(7);
   while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r')) token.remove_suffix(1);
+  if (token.empty()) return &anonymous_user_;
   if (token == admin_token_) return &admin_user_;
   std::lock_guard<std::mutex> l(auth_mu_);
   return token == sa_token_ ? &sa_user_ : nullptr;
@@ -625,7 +631,9 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
     if (!admin) return reply(403, StatusBody(403, "Forbidden", "forbidden: only the admin may use /fake/"));
     return Streamed(HandleControl(req, res));
   }
-  if (!admin && rbac_enabled_ && !rbac_.Allows(user, info)) {
+  // The bootstrap policy grants system:anonymous nothing but health and version, RBAC files or not.
+  const bool checked = who == &anonymous_user_ || (!admin && rbac_enabled_);
+  if (checked && !rbac_.Allows(user, info)) {
     std::string msg = Rbac::ForbiddenMessage(user, info);
     Details d;
     d.name = info.name;

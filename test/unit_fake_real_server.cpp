@@ -82,3 +82,25 @@ TEST_CASE("a watch from resourceVersion 1 on a server that started later is one 
   }
 }
 
+// Anonymous auth is on by default: a request without credentials is system:anonymous (group
+// system:unauthenticated), whom the bootstrap RBAC policy allows only health and version
+// (system:public-info-viewer); discovery is for system:authenticated. A token that names no one
+// is 401.
+TEST_CASE("a request without credentials is 403 for system:anonymous; a wrong token is 401") {
+  Server s;
+  Reply anonymous = Call(s.api, "", "GET", kPvs);
+  CHECK(anonymous.code == 403);
+  CHECK(Str(anonymous.body, {"reason"}) == "Forbidden");
+  CHECK(Str(anonymous.body, {"message"}) ==
+        "persistentvolumes is forbidden: User \"system:anonymous\" cannot list resource \"persistentvolumes\" in API group \"\" at the cluster scope");
+  CHECK(Str(anonymous.body, {"details", "kind"}) == "persistentvolumes");
+  Reply discovery = Call(s.api, "", "GET", "/api");
+  CHECK(discovery.code == 403);
+  CHECK(Str(discovery.body, {"message"}) == "forbidden: User \"system:anonymous\" cannot get path \"/api\"");
+  CHECK(Call(s.api, "", "GET", "/healthz").code == 200);
+  CHECK(Call(s.api, "", "GET", "/version").code == 200);
+  Reply wrong = Call(s.api, "wrong", "GET", kPvs);
+  CHECK(wrong.code == 401);
+  CHECK(Str(wrong.body, {"reason"}) == "Unauthorized");
+  CHECK(Call(s.api, "", "GET", "/fake/requests").code == 403);
+}
