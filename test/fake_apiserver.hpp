@@ -45,7 +45,7 @@
 // stays Pending, and a deleted pod is removed at once rather than after its grace period; a
 // claim being deleted keeps its pvc-protection finalizer while a scheduled pod names it, as the
 // pvcprotection controller keeps it); nodes exist only when a test makes them (fake_kubelet.hpp
-// makes one as a kubelet registers); label selectors are equality-based only;
+// makes one as a kubelet registers);
 // deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
 #pragma once
 #include <sys/stat.h>
@@ -66,6 +66,7 @@
 #include "test/fake_admission.hpp"
 #include "test/fake_expand.hpp"
 #include "test/fake_https.hpp"
+#include "test/fake_labels.hpp"
 #include "test/fake_pvcontroller.hpp"
 #include "test/fake_rbac.hpp"
 #include "test/fake_requestinfo.hpp"
@@ -830,11 +831,15 @@ inline ApiServer::Reply ApiServer::Get(const RequestInfo& info) {
 inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::Request& req) {
   using namespace server_detail;
   std::vector<Requirement> labels, fields;
-  if (!ParseSelector(req.get_param_value("labelSelector"), labels) ||
-      !ParseSelector(req.get_param_value("fieldSelector"), fields))
-    return {400, BadRequest("unable to parse requirement: selector syntax not supported by the fake")};
-  long limit = req.has_param("limit") ? std::atol(req.get_param_value("limit").c_str()) : 0;
+  std::string bad;
+  if (!ParseLabelSelector(req.get_param_value("labelSelector"), labels, bad)) return {400, BadRequest(bad)};
+  if (!ParseSelector(req.get_param_value("fieldSelector"), fields))
+    return {400, BadRequest("field selector syntax not supported by the fake")};
   std::string cont = req.get_param_value("continue");
+  // The cacher serves resourceVersion=0 without a continue token from its cache, which ignores
+  // limit: one full page (cacher.go shouldDelegateList).
+  const bool from_cache = req.get_param_value("resourceVersion") == "0" && cont.empty();
+  long limit = req.has_param("limit") && !from_cache ? std::atol(req.get_param_value("limit").c_str()) : 0;
   std::string after, why;
   // storage.DecodeContinue's errors, as etcd3's GetList answers them
   if (!cont.empty() && !Unhex(cont, after, why))
@@ -859,7 +864,9 @@ inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::
   meta["resourceVersion"] = Json(std::to_string(store_.rv()));
   if (remaining > 0) {
     meta["continue"] = Json(Hex(last));
-    meta["remainingItemCount"] = Json(static_cast<double>(remaining));
+    // etcd3's GetList counts the remaining keys, not the matching ones: with a selector it
+    // leaves the count out rather than give a wrong one.
+    if (labels.empty() && fields.empty()) meta["remainingItemCount"] = Json(static_cast<double>(remaining));
   }
   JsonObject list;
   list["kind"] = Json(info.type->kind + "List");
@@ -1101,9 +1108,10 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
 
 inline ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, const httplib::Request& req) {
   std::vector<Requirement> labels, fields;
-  if (!ParseSelector(req.get_param_value("labelSelector"), labels) ||
-      !ParseSelector(req.get_param_value("fieldSelector"), fields))
-    return {400, server_detail::BadRequest("selector syntax not supported by the fake")};
+  std::string bad;
+  if (!ParseLabelSelector(req.get_param_value("labelSelector"), labels, bad)) return {400, server_detail::BadRequest(bad)};
+  if (!ParseSelector(req.get_param_value("fieldSelector"), fields))
+    return {400, server_detail::BadRequest("field selector syntax not supported by the fake")};
   Store::Lock l(store_);
   JsonArray items;
   std::vector<std::string> names;
@@ -1130,10 +1138,12 @@ inline ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, con
 inline std::unique_ptr<Exchange> ApiServer::Watch(const RequestInfo& info, const httplib::Request& req,
                                                   httplib::Response& res) {
   WatchStream::Params p;
-  if (!ParseSelector(req.get_param_value("labelSelector"), p.labels) ||
+  std::string bad;
+  if (!ParseLabelSelector(req.get_param_value("labelSelector"), p.labels, bad) ||
       !ParseSelector(req.get_param_value("fieldSelector"), p.fields)) {
     res.status = 400;
-    res.set_content(ToText(server_detail::BadRequest("selector syntax not supported by the fake")), "application/json");
+    if (bad.empty()) bad = "field selector syntax not supported by the fake";
+    res.set_content(ToText(server_detail::BadRequest(bad)), "application/json");
     return nullptr;
   }
   p.type = info.type;

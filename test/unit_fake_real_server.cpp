@@ -82,6 +82,87 @@ TEST_CASE("a watch from resourceVersion 1 on a server that started later is one 
   }
 }
 
+// labels.Parse (apimachinery/pkg/labels/selector.go): set-based requirements, and its errors as 400.
+TEST_CASE("set-based label selectors are served: in, notin, exists, !exists, gt, lt") {
+  Server s;
+  for (const char* n : {"a", "b", "c", "d"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
+  for (const auto& [name, tier] : std::vector<std::pair<std::string, std::string>>{{"a", "x"}, {"b", "y"}, {"c", "10"}})
+    REQUIRE(Admin(s.api, "PATCH", kPvs + "/" + name, R"({"metadata":{"labels":{"tier":")" + tier + "\"}}}",
+                  "application/merge-patch+json").code == 200);
+  struct Case {
+    const char* name;
+    std::string selector;  // URL-encoded
+    std::vector<std::string> items;
+  };
+  const Case cases[] = {
+      {"in", "tier%20in%20(x,y)", {"a", "b"}},
+      {"in, spaces anywhere", "tier%20in%20(%20x%20,%20z%20)", {"a"}},
+      {"notin: also those without the label", "tier%20notin%20(x)", {"b", "c", "d"}},
+      {"exists", "tier", {"a", "b", "c"}},
+      {"does not exist", "!tier", {"d"}},
+      {"gt: only integer values", "tier%3E9", {"c"}},
+      {"lt", "tier%3C11", {"c"}},
+      {"two terms", "tier%20in%20(x,y),tier!%3Dy", {"a"}},
+      {"in () is the empty value", "tier%20in%20()", {}},
+      {"a key named in", "in", {}},
+  };
+  for (const Case& c : cases) {
+    SECTION(c.name) {
+      Reply list = Admin(s.api, "GET", kPvs + "?labelSelector=" + c.selector);
+      INFO(list.body.serialize());
+      REQUIRE(list.code == 200);
+      CHECK(ItemNames(list.body) == c.items);
+      auto events = WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=1&labelSelector=" + c.selector, c.items.size() + 1);
+      std::vector<std::string> watched;
+      for (const Json& e : events) watched.push_back(Str(e, {"object", "metadata", "name"}));
+      CHECK(watched == c.items);
+    }
+  }
+  SECTION("refused as the parser refuses them, with its message") {
+    struct Bad {
+      std::string selector, message;
+    };
+    const Bad bad[] = {
+        {"tier%20in%20(x", "unable to parse requirement: found '', expected: ',' or ')'"},
+        {"tier%20in%20x", "unable to parse requirement: found 'x' expected: '('"},
+        {"tier%20notin", "unable to parse requirement: found '' expected: '('"},
+        {"tier%3E", "unable to parse requirement: values[0]: Invalid value: \"\": for 'Gt', 'Lt' operators, the value must be an integer"},
+        {"!tier%3Dx", "found '=', expected: ',' or 'end of string'"},
+        {"tier,", "found '', expected: identifier after ','"},
+        {"tier%3D%3D%3Dx", "unable to parse requirement: found '=', expected: identifier"},
+    };
+    for (const Bad& b : bad) {
+      Reply r = Admin(s.api, "GET", kPvs + "?labelSelector=" + b.selector);
+      INFO(b.selector);
+      CHECK(r.code == 400);
+      CHECK(Str(r.body, {"reason"}) == "BadRequest");
+      CHECK(Str(r.body, {"message"}) == b.message);
+    }
+  }
+}
+
+// The cacher serves resourceVersion=0 from its cache, which ignores limit (cacher.go: hasLimit
+// needs resourceVersion != "0"); etcd3's GetList counts the remaining items only without a
+// selector (opts.Predicate.Empty()).
+TEST_CASE("limit with resourceVersion=0 is one full page; a paged list with a selector has no remainingItemCount") {
+  Server s;
+  for (const char* n : {"a", "b", "c"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
+  Json cached = Admin(s.api, "GET", kPvs + "?limit=1&resourceVersion=0").body;
+  CHECK(ItemNames(cached) == std::vector<std::string>{"a", "b", "c"});
+  CHECK(fake::Path(cached, {"metadata", "continue"}) == nullptr);
+
+  Json page = Admin(s.api, "GET", kPvs + "?limit=1").body;
+  CHECK(ItemNames(page) == std::vector<std::string>{"a"});
+  CHECK(page.get("metadata").get("remainingItemCount").get<double>() == 2);
+
+  Json selected = Admin(s.api, "GET", kPvs + "?limit=1&labelSelector=!tier").body;
+  CHECK(ItemNames(selected) == std::vector<std::string>{"a"});
+  CHECK(!Str(selected, {"metadata", "continue"}).empty());
+  CHECK(fake::Path(selected, {"metadata", "remainingItemCount"}) == nullptr);
+  Json by_field = Admin(s.api, "GET", kPvs + "?limit=1&fieldSelector=metadata.name!%3Dz").body;
+  CHECK(fake::Path(by_field, {"metadata", "remainingItemCount"}) == nullptr);
+}
+
 // Anonymous auth is on by default: a request without credentials is system:anonymous (group
 // system:unauthenticated), whom the bootstrap RBAC policy allows only health and version
 // (system:public-info-viewer); discovery is for system:authenticated. A token that names no one
