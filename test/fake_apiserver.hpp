@@ -67,6 +67,7 @@
 #include "test/fake_expand.hpp"
 #include "test/fake_https.hpp"
 #include "test/fake_labels.hpp"
+#include "test/fake_nodelifecycle.hpp"
 #include "test/fake_pvcontroller.hpp"
 #include "test/fake_rbac.hpp"
 #include "test/fake_requestinfo.hpp"
@@ -106,7 +107,7 @@ struct Fault {
 
 class ApiServer {
  public:
-  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), expand_(store_), sched_(store_) {}
+  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), expand_(store_), sched_(store_), nodes_(store_) {}
   ~ApiServer() { Stop(); }
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -200,7 +201,8 @@ class ApiServer {
       const bool controllers = ctl_.Drain();
       const bool expander = expand_.Drain();
       const bool scheduler = sched_.Drain();
-      more = controllers || expander || scheduler;
+      const bool nodes = nodes_.Drain();
+      more = controllers || expander || scheduler || nodes;
     }
   }
 
@@ -268,6 +270,7 @@ class ApiServer {
   PvController ctl_;
   ExpandController expand_;
   Scheduler sched_;
+  NodeLifecycle nodes_;
   Rbac rbac_;
   bool rbac_enabled_ = false;
   std::unique_ptr<HttpsLoop> loop_;

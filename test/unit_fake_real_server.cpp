@@ -6,17 +6,27 @@
 #include <vector>
 
 #include "test/fake_apiserver.hpp"
+#include "test/fake_kubelet.hpp"
 #include "test/fake_test_client.hpp"
 
 using namespace fake_test;
 
 namespace {
 
+const std::string kNodes = "/api/v1/nodes";
+
 // A PV with the finalizer example.com/keep besides the pv-protection one admission adds.
 std::string KeptPv(const std::string& name) {
   std::string body = Pv(name);
   return body.replace(body.find("\"name\":\"" + name + "\""), name.size() + 9,
                       "\"name\":\"" + name + "\",\"finalizers\":[\"example.com/keep\"]");
+}
+
+std::vector<std::string> Taints(const Json& node) {
+  std::vector<std::string> out;
+  if (const Json* taints = fake::Path(node, {"spec", "taints"}))
+    for (const Json& t : taints->get<fake::JsonArray>()) out.push_back(Str(t, {"key"}) + ":" + Str(t, {"effect"}));
+  return out;
 }
 
 }  // namespace
@@ -79,6 +89,41 @@ TEST_CASE("a watch from resourceVersion 1 on a server that started later is one 
     CHECK(Str(events[0], {"object", "metadata", "name"}) == "a");
     CHECK(Str(events[1], {"type"}) == "ADDED");
     CHECK(Str(events[1], {"object", "metadata", "name"}) == "b");
+  }
+}
+
+// TaintNodesByCondition admission taints every new Node not-ready:NoSchedule; the node
+// lifecycle controller's doNoScheduleTaintingPass then keeps the condition taints in step.
+TEST_CASE("a new Node gets the not-ready:NoSchedule taint, which goes once the node is Ready") {
+  Server s;
+  Reply registered = Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("ready"));
+  REQUIRE(registered.code == 201);
+  CHECK(Taints(registered.body) == std::vector<std::string>{"node.kubernetes.io/not-ready:NoSchedule"});
+  CHECK(Taints(Admin(s.api, "GET", kNodes + "/ready").body).empty());
+
+  std::string not_ready = fake_kubelet::NodeJson("late");
+  not_ready.replace(not_ready.find("\"True\""), 6, "\"False\"");
+  REQUIRE(Admin(s.api, "POST", kNodes, not_ready).code == 201);
+  CHECK(Taints(Admin(s.api, "GET", kNodes + "/late").body) == std::vector<std::string>{"node.kubernetes.io/not-ready:NoSchedule"});
+
+  SECTION("Ready later: the taint goes; not ready again: it comes back, with the time it was added") {
+    const char* ready = R"({"status":{"conditions":[{"type":"Ready","status":"True"}]}})";
+    REQUIRE(Admin(s.api, "PATCH", kNodes + "/late/status", ready, "application/merge-patch+json").code == 200);
+    CHECK(Taints(Admin(s.api, "GET", kNodes + "/late").body).empty());
+    const char* unknown = R"({"status":{"conditions":[{"type":"Ready","status":"Unknown"}]}})";
+    REQUIRE(Admin(s.api, "PATCH", kNodes + "/late/status", unknown, "application/merge-patch+json").code == 200);
+    Json node = Admin(s.api, "GET", kNodes + "/late").body;
+    CHECK(Taints(node) == std::vector<std::string>{"node.kubernetes.io/unreachable:NoSchedule"});
+    CHECK(!Str(node.get("spec").get("taints").get(0), {"timeAdded"}).empty());
+  }
+  SECTION("a taint of its own stays; the taint is not added twice") {
+    Reply own = Admin(s.api, "POST", kNodes,
+                      R"({"metadata":{"name":"own"},"spec":{"taints":[{"key":"example.com/x","effect":"NoExecute"},{"key":"node.kubernetes.io/not-ready","effect":"NoSchedule"}]}})");
+    REQUIRE(own.code == 201);
+    CHECK(Taints(own.body) == std::vector<std::string>{"example.com/x:NoExecute", "node.kubernetes.io/not-ready:NoSchedule"});
+    // No conditions at all: nothing calls for the taint (the controller marks such a node Unknown
+    // only after its grace period, which the fake does not model).
+    CHECK(Taints(Admin(s.api, "GET", kNodes + "/own").body) == std::vector<std::string>{"example.com/x:NoExecute"});
   }
 }
 
