@@ -1,11 +1,15 @@
 // A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
-// authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
-// uses (Status bodies, resourceVersion, conflicts, finalizers, patches, /status subresources),
-// watches served from a bounded history as the watch cache does, the PV controller and
-// pvc-protection, the expand controller (fake_expand.hpp) and the PersistentVolumeClaimResize
-// admission plugin, the volume part of kube-scheduler (fake_scheduler.hpp: nodes, pods,
-// WaitForFirstConsumer claims), and test controls under /fake/ (fault injection, dropped
-// watches, compaction, pause, delay, token rotation, request log).
+// authentication (no token: system:anonymous, as anonymous auth is on by default), RBAC, the
+// REST semantics of kube-apiserver for the resources the provisioner uses (Status bodies,
+// resourceVersion, conflicts, finalizers, patches, /status subresources, label selectors),
+// watches served from a bounded history that starts with the server, as the watch cache does,
+// the PV controller and pvc-protection, the expand controller (fake_expand.hpp) and the
+// PersistentVolumeClaimResize admission plugin, the volume part of kube-scheduler
+// (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), the not-ready taint of new
+// nodes and the node lifecycle controller's condition taints (fake_nodelifecycle.hpp), and test
+// controls under /fake/ (fault injection, dropped watches, compaction, pause, delay, token
+// rotation, request log). unit_fake_real_server.cpp holds the cases where a comparison with a
+// real 1.24 server found the fake answering otherwise.
 //
 // Growing a claim, as Kubernetes 1.24 does it (unit_fake_expand.cpp): only a bound claim's
 // spec.resources.requests.storage may change, never downwards (422, "spec.resources.requests.
@@ -45,8 +49,8 @@
 // stays Pending, and a deleted pod is removed at once rather than after its grace period; a
 // claim being deleted keeps its pvc-protection finalizer while a scheduled pod names it, as the
 // pvcprotection controller keeps it); nodes exist only when a test makes them (fake_kubelet.hpp
-// makes one as a kubelet registers);
-// deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
+// makes one as a kubelet registers, and no node's Ready turns Unknown when nothing posts its
+// status); deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
 #pragma once
 #include <sys/stat.h>
 #include <unistd.h>
