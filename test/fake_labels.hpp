@@ -14,7 +14,7 @@ namespace fake {
 
 namespace labels_detail {
 
-enum class Tok { kEnd, kIdent, kComma, kNot, kEq, kEqEq, kNotEq, kGt, kLt, kIn, kNotIn, kOpen, kClose, kError };
+enum class Tok { kEnd, kIdent, kComma, kNot, kEq, kEqEq, kNotEq, kGt, kLt, kIn, kNotIn, kOpen, kClose, kError /* not a token */ };
 
 struct Item {
   Tok tok;
@@ -38,7 +38,7 @@ inline Tok SymbolToken(const std::string& s) {
 }
 
 // Lexer.Lex over the whole text: identifiers (in and notin as keywords), the longest known
-// symbol at each special character, an error item for an unknown one, then kEnd.
+// symbol at each special character, then kEnd.
 inline std::vector<Item> Lex(const std::string& s) {
   std::vector<Item> out;
   size_t i = 0;
@@ -53,24 +53,11 @@ inline std::vector<Item> Lex(const std::string& s) {
       i = j;
       continue;
     }
-    std::string buf, best;
-    Tok best_tok = Tok::kError;
-    size_t j = i;
-    for (; j < s.size() && IsSpecial(s[j]); ++j) {
-      buf += s[j];
-      if (Tok t = SymbolToken(buf); t != Tok::kError) {
-        best = buf;
-        best_tok = t;
-      } else if (best_tok != Tok::kError) {
-        break;
-      }
-    }
-    if (best_tok == Tok::kError) {
-      out.push_back({Tok::kError, "error expected: keyword found '" + buf + "'"});
-      i = j;
-      continue;
-    }
-    out.push_back({best_tok, best});
+    // The longest run of special characters that is a token (each one alone is).
+    std::string best(1, s[i]);
+    for (size_t j = i + 1; j < s.size() && IsSpecial(s[j]) && SymbolToken(s.substr(i, j - i + 1)) != Tok::kError; ++j)
+      best = s.substr(i, j - i + 1);
+    out.push_back({SymbolToken(best), best});
     i += best.size();
   }
   out.push_back({Tok::kEnd, ""});
@@ -92,7 +79,7 @@ class Parser {
  public:
   explicit Parser(const std::string& text) : items_(Lex(text)) {}
 
-  // Parser.parse: the requirements, or "" and `err` set.
+  // Parser.parse: true with the requirements in `out`, or false with the message in `err`.
   bool Parse(std::vector<Requirement>& out, std::string& err) {
     for (;;) {
       const Item& next = Peek();
@@ -221,12 +208,11 @@ class Parser {
 
 }  // namespace labels_detail
 
-// labels.Parse: the requirements of `text`, or false and the parser's message in `err`.
+// labels.Parse: true with the requirements of `text` in `out`, or false with the parser's
+// message in `err`.
 inline bool ParseLabelSelector(const std::string& text, std::vector<Requirement>& out, std::string& err) {
   out.clear();
   err.clear();
-  for (const auto& item : labels_detail::Lex(text))
-    if (item.tok == labels_detail::Tok::kError) return err = item.text, false;
   return labels_detail::Parser(text).Parse(out, err);
 }
 
