@@ -248,14 +248,16 @@ class ApiConnection {
   }
 
   // Sends one request and reads the whole answer. `timeout` bounds each read. A 401 makes the
-  // token be re-read and the request sent once more. Transport failures come back as
+  // token be re-read and the request sent once more; so does a 403 to a request sent without a
+  // token (an empty token file: the server answers system:anonymous, as anonymous auth is on
+  // by default). Transport failures come back as
   // Unavailable statuses; HTTP errors come back as a response (callers use Check()). An
   // answer longer than `max_body` bytes (0: no limit) is not read on: kTooLarge.
   Result<HttpResponse> Request(const std::string& method, const std::string& path, const std::string& body = "",
                                const std::string& content_type = "application/json",
                                std::chrono::seconds timeout = std::chrono::seconds(30), size_t max_body = 0) {
     Result<HttpResponse> r = Once(method, path, body, content_type, timeout, max_body);
-    if (r.ok() && r->status == 401 && ep_->token) {
+    if (r.ok() && RefusedCredentials(r->status)) {
       ep_->token->Invalidate();
       r = Once(method, path, body, content_type, timeout, max_body);
     }
@@ -264,8 +266,8 @@ class ApiConnection {
 
   // GETs `path` as a stream and calls on_line for each complete line. Returns when the server
   // ends the stream (ok), on_line returns false (ok), Stop() is called (ok), a read waits longer
-  // than read_timeout, or the answer is not 200 (its Status). A 401 makes the token be re-read
-  // for next time.
+  // than read_timeout, or the answer is not 200 (its Status). A 401 (or a 403 without a token)
+  // makes the token be re-read for next time.
   Status Stream(const std::string& path, const std::function<bool(const std::string&)>& on_line,
                 std::chrono::seconds read_timeout) {
     std::string error_body;
@@ -286,7 +288,7 @@ class ApiConnection {
     Observe("watch", path, a.whole ? a.status : 0);
     if (stopped_by_caller || stopped_) return Status::Ok();
     if (!split_status.ok()) return split_status.Wrap("watch " + path);
-    if (a.status == 401 && ep_->token) ep_->token->Invalidate();
+    if (RefusedCredentials(a.status)) ep_->token->Invalidate();
     if (a.status != 0 && a.status != 200)
       return Status(k8s_detail::CodeFor(a.status), StatusMessage(a.status, error_body));
     if (!a.failure.empty()) return Unreachable("watch " + path, a.failure);
@@ -304,6 +306,12 @@ class ApiConnection {
 
  private:
   static constexpr std::chrono::seconds kConnectTimeout{10};  // also bounds the TLS handshake
+
+  // The server refused the credentials of the last exchange, or saw none where a token should
+  // have been: the token is worth reading again.
+  bool RefusedCredentials(int status) const {
+    return ep_->token && (status == 401 || (status == 403 && !sent_token_));
+  }
 
   // What came of one exchange: the answer's status (0 if none came) and Retry-After, whether it
   // was read to its end (or until a receiver or Stop() ended it), and if not, why, in words.
@@ -323,9 +331,11 @@ class ApiConnection {
     req.method = method;
     req.path = EncodedPath(path);
     req.headers = {{"Accept", "application/json"}, {"User-Agent", "hostpath-provisioner"}};
+    sent_token_ = false;
     if (ep_->token) {
       std::string t = ep_->token->Get();
       if (!t.empty()) req.headers.emplace("Authorization", "Bearer " + t);
+      sent_token_ = !t.empty();
     }
     if (!body.empty()) {
       req.body = body;
@@ -495,6 +505,7 @@ class ApiConnection {
   std::unique_ptr<KeptAliveClient> cli_;
   std::atomic<bool> stopped_{false};  // Stop() was called during the exchange in progress
   int last_retry_after_ = 0;
+  bool sent_token_ = false;  // the last exchange carried a bearer token
 };
 
 // A non-2xx answer as a Status ("persistentvolumes \"x\" already exists (AlreadyExists, 409)").

@@ -1,7 +1,8 @@
 // What the real API server does to an object before storing it: defaulting (pkg/apis/*/v1
 // defaults.go), the registry strategies' status reset and /status updates, admission plugins
-// (DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize) and
-// validation (pkg/apis/core/validation/validation.go), reduced to the fields our clients use.
+// (DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize,
+// TaintNodesByCondition) and validation (pkg/apis/core/validation/validation.go), reduced to the
+// fields our clients use.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -18,6 +19,7 @@ namespace fake {
 
 inline constexpr const char* kPvcProtectionFinalizer = "kubernetes.io/pvc-protection";
 inline constexpr const char* kPvProtectionFinalizer = "kubernetes.io/pv-protection";
+inline constexpr const char* kTaintNotReady = "node.kubernetes.io/not-ready";
 inline constexpr const char* kIsDefaultClass = "storageclass.kubernetes.io/is-default-class";
 inline constexpr const char* kBetaIsDefaultClass = "storageclass.beta.kubernetes.io/is-default-class";
 
@@ -506,6 +508,21 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
     AddFinalizer(obj, kPvProtectionFinalizer);
   } else if (t.plural == "pods") {
     ResetPodStatus(obj);
+  } else if (t.plural == "nodes") {
+    // TaintNodesByCondition (plugin/pkg/admission/nodetaint): a new Node is not-ready until the
+    // node lifecycle controller (fake_nodelifecycle.hpp) sees it otherwise; one taint of that
+    // key and effect (Taint.MatchTaint) is enough.
+    JsonObject& spec = Obj(obj, {"spec"});
+    JsonArray taints = spec.count("taints") && spec["taints"].is<JsonArray>() ? spec["taints"].get<JsonArray>() : JsonArray();
+    bool has = false;
+    for (const Json& taint : taints) has = has || (Str(taint, {"key"}) == kTaintNotReady && Str(taint, {"effect"}) == "NoSchedule");
+    if (!has) {
+      JsonObject taint;
+      taint["key"] = Json(kTaintNotReady);
+      taint["effect"] = Json("NoSchedule");
+      taints.emplace_back(taint);
+      spec["taints"] = Json(taints);
+    }
   }
 }
 

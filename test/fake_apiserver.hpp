@@ -1,11 +1,15 @@
 // A fake Kubernetes API server for tests and the demo: real HTTPS on loopback, bearer-token
-// authentication, RBAC, the REST semantics of kube-apiserver for the resources the provisioner
-// uses (Status bodies, resourceVersion, conflicts, finalizers, patches, /status subresources),
-// watches served from a bounded history as the watch cache does, the PV controller and
-// pvc-protection, the expand controller (fake_expand.hpp) and the PersistentVolumeClaimResize
-// admission plugin, the volume part of kube-scheduler (fake_scheduler.hpp: nodes, pods,
-// WaitForFirstConsumer claims), and test controls under /fake/ (fault injection, dropped
-// watches, compaction, pause, delay, token rotation, request log).
+// authentication (no token: system:anonymous, as anonymous auth is on by default), RBAC, the
+// REST semantics of kube-apiserver for the resources the provisioner uses (Status bodies,
+// resourceVersion, conflicts, finalizers, patches, /status subresources, label selectors),
+// watches served from a bounded history that starts with the server, as the watch cache does,
+// the PV controller and pvc-protection, the expand controller (fake_expand.hpp) and the
+// PersistentVolumeClaimResize admission plugin, the volume part of kube-scheduler
+// (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), the not-ready taint of new
+// nodes and the node lifecycle controller's condition taints (fake_nodelifecycle.hpp), and test
+// controls under /fake/ (fault injection, dropped watches, compaction, pause, delay, token
+// rotation, request log). unit_fake_real_server.cpp holds the cases where a comparison with a
+// real 1.24 server found the fake answering otherwise.
 //
 // Growing a claim, as Kubernetes 1.24 does it (unit_fake_expand.cpp): only a bound claim's
 // spec.resources.requests.storage may change, never downwards (422, "spec.resources.requests.
@@ -45,8 +49,8 @@
 // stays Pending, and a deleted pod is removed at once rather than after its grace period; a
 // claim being deleted keeps its pvc-protection finalizer while a scheduled pod names it, as the
 // pvcprotection controller keeps it); nodes exist only when a test makes them (fake_kubelet.hpp
-// makes one as a kubelet registers); label selectors are equality-based only;
-// deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
+// makes one as a kubelet registers, and no node's Ready turns Unknown when nothing posts its
+// status); deletionGracePeriodSeconds and propagationPolicy are ignored; no OpenAPI, no server-side apply.
 #pragma once
 #include <sys/stat.h>
 #include <unistd.h>
@@ -66,6 +70,8 @@
 #include "test/fake_admission.hpp"
 #include "test/fake_expand.hpp"
 #include "test/fake_https.hpp"
+#include "test/fake_labels.hpp"
+#include "test/fake_nodelifecycle.hpp"
 #include "test/fake_pvcontroller.hpp"
 #include "test/fake_rbac.hpp"
 #include "test/fake_requestinfo.hpp"
@@ -106,7 +112,7 @@ struct Fault {
 
 class ApiServer {
  public:
-  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), expand_(store_), sched_(store_) {}
+  explicit ApiServer(ApiServerOptions opts) : opts_(std::move(opts)), store_(opts_.history), ctl_(store_), expand_(store_), sched_(store_), nodes_(store_) {}
   ~ApiServer() { Stop(); }
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
@@ -200,7 +206,8 @@ class ApiServer {
       const bool controllers = ctl_.Drain();
       const bool expander = expand_.Drain();
       const bool scheduler = sched_.Drain();
-      more = controllers || expander || scheduler;
+      const bool nodes = nodes_.Drain();
+      more = controllers || expander || scheduler || nodes;
     }
   }
 
@@ -268,6 +275,7 @@ class ApiServer {
   PvController ctl_;
   ExpandController expand_;
   Scheduler sched_;
+  NodeLifecycle nodes_;
   Rbac rbac_;
   bool rbac_enabled_ = false;
   std::unique_ptr<HttpsLoop> loop_;
@@ -276,6 +284,7 @@ class ApiServer {
   std::string ca_pem_;
   std::string admin_token_;
   User admin_user_, sa_user_;  // who the two tokens are (Start)
+  const User anonymous_user_{"system:anonymous", {"system:unauthenticated"}};
   mutable std::mutex auth_mu_;
   std::string sa_token_;
   std::mutex ctl_mu_;
@@ -509,6 +518,9 @@ inline Status ApiServer::Start() {
       ApplyDefaults(TypeOf("namespaces"), obj);
       store_.Put("namespaces", obj);
     }
+    // The watch cache starts with the server: it lists at the current resourceVersion, and a
+    // watch from an older one is 410 Expired (watch_cache.go: oldest = listResourceVersion + 1).
+    store_.Compact();
   }
   watch_.bookmark_seconds = opts_.bookmark_seconds;
   auto loop = std::make_unique<HttpsLoop>(
@@ -564,14 +576,19 @@ inline Status ApiServer::RotateToken() {
   return server_detail::WriteFileAtomic(opts_.dir + "/serviceaccount/token", token, 0600);
 }
 
-// The user a request's bearer token names, or null.
+// The user a request's bearer token names; system:anonymous for a request without one (no
+// Authorization header, another scheme, an empty token: bearertoken.go sees no credentials, and
+// anonymous auth is on by default); null for a token that names no one (401).
 inline const User* ApiServer::Authenticate(const httplib::Request& req) {
   auto it = req.headers.find("Authorization");
-  if (it == req.headers.end()) return nullptr;
+  if (it == req.headers.end()) return &anonymous_user_;
   std::string_view token = it->second;
-  if (token.substr(0, 7) != "Bearer ") return nullptr;
+  std::string scheme(token.substr(0, 7));
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (scheme != "bearer ") return &anonymous_user_;
   token.remove_prefix(7);
   while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r')) token.remove_suffix(1);
+  if (token.empty()) return &anonymous_user_;
   if (token == admin_token_) return &admin_user_;
   std::lock_guard<std::mutex> l(auth_mu_);
   return token == sa_token_ ? &sa_user_ : nullptr;
@@ -624,7 +641,9 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
     if (!admin) return reply(403, StatusBody(403, "Forbidden", "forbidden: only the admin may use /fake/"));
     return Streamed(HandleControl(req, res));
   }
-  if (!admin && rbac_enabled_ && !rbac_.Allows(user, info)) {
+  // The bootstrap policy grants system:anonymous nothing but health and version, RBAC files or not.
+  const bool checked = who == &anonymous_user_ || (!admin && rbac_enabled_);
+  if (checked && !rbac_.Allows(user, info)) {
     std::string msg = Rbac::ForbiddenMessage(user, info);
     Details d;
     d.name = info.name;
@@ -821,11 +840,15 @@ inline ApiServer::Reply ApiServer::Get(const RequestInfo& info) {
 inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::Request& req) {
   using namespace server_detail;
   std::vector<Requirement> labels, fields;
-  if (!ParseSelector(req.get_param_value("labelSelector"), labels) ||
-      !ParseSelector(req.get_param_value("fieldSelector"), fields))
-    return {400, BadRequest("unable to parse requirement: selector syntax not supported by the fake")};
-  long limit = req.has_param("limit") ? std::atol(req.get_param_value("limit").c_str()) : 0;
+  std::string bad;
+  if (!ParseLabelSelector(req.get_param_value("labelSelector"), labels, bad)) return {400, BadRequest(bad)};
+  if (!ParseSelector(req.get_param_value("fieldSelector"), fields))
+    return {400, BadRequest("field selector syntax not supported by the fake")};
   std::string cont = req.get_param_value("continue");
+  // The cacher serves resourceVersion=0 without a continue token from its cache, which ignores
+  // limit: one full page (cacher.go shouldDelegateList).
+  const bool from_cache = req.get_param_value("resourceVersion") == "0" && cont.empty();
+  long limit = req.has_param("limit") && !from_cache ? std::atol(req.get_param_value("limit").c_str()) : 0;
   std::string after, why;
   // storage.DecodeContinue's errors, as etcd3's GetList answers them
   if (!cont.empty() && !Unhex(cont, after, why))
@@ -850,7 +873,9 @@ inline ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::
   meta["resourceVersion"] = Json(std::to_string(store_.rv()));
   if (remaining > 0) {
     meta["continue"] = Json(Hex(last));
-    meta["remainingItemCount"] = Json(static_cast<double>(remaining));
+    // etcd3's GetList counts the remaining keys, not the matching ones: with a selector it
+    // leaves the count out rather than give a wrong one.
+    if (labels.empty() && fields.empty()) meta["remainingItemCount"] = Json(static_cast<double>(remaining));
   }
   JsonObject list;
   list["kind"] = Json(info.type->kind + "List");
@@ -995,8 +1020,16 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
       return {403, StatusBody(403, "Forbidden", t.QualifiedResource() + " \"" + info.name + "\" is forbidden: " + why, &d)};
     }
   }
+  DropEmptyMeta(next);
   Meta(next)["resourceVersion"] = Json(cur_rv);
   if (next == cur) return {200, cur_ref};  // nothing changed: no write, no event (as etcd3 GuaranteedUpdate)
+  // An object being deleted whose last finalizer goes is deleted (Store.Update's
+  // deleteWithoutFinalizers), and the answer is the object of the request, not the deleted state.
+  if (IsDeleting(next) && StringList(next, {"metadata", "finalizers"}).empty()) {
+    Json answer = next;
+    store_.Commit(t.plural, std::move(next));
+    return {200, std::move(answer)};
+  }
   store_.Commit(t.plural, std::move(next));
   return AnswerWrite(200, t.plural);
 }
@@ -1084,9 +1117,10 @@ inline ApiServer::Reply ApiServer::DeleteLocked(const RequestInfo& info, const J
 
 inline ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, const httplib::Request& req) {
   std::vector<Requirement> labels, fields;
-  if (!ParseSelector(req.get_param_value("labelSelector"), labels) ||
-      !ParseSelector(req.get_param_value("fieldSelector"), fields))
-    return {400, server_detail::BadRequest("selector syntax not supported by the fake")};
+  std::string bad;
+  if (!ParseLabelSelector(req.get_param_value("labelSelector"), labels, bad)) return {400, server_detail::BadRequest(bad)};
+  if (!ParseSelector(req.get_param_value("fieldSelector"), fields))
+    return {400, server_detail::BadRequest("field selector syntax not supported by the fake")};
   Store::Lock l(store_);
   JsonArray items;
   std::vector<std::string> names;
@@ -1113,10 +1147,12 @@ inline ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, con
 inline std::unique_ptr<Exchange> ApiServer::Watch(const RequestInfo& info, const httplib::Request& req,
                                                   httplib::Response& res) {
   WatchStream::Params p;
-  if (!ParseSelector(req.get_param_value("labelSelector"), p.labels) ||
+  std::string bad;
+  if (!ParseLabelSelector(req.get_param_value("labelSelector"), p.labels, bad) ||
       !ParseSelector(req.get_param_value("fieldSelector"), p.fields)) {
     res.status = 400;
-    res.set_content(ToText(server_detail::BadRequest("selector syntax not supported by the fake")), "application/json");
+    if (bad.empty()) bad = "field selector syntax not supported by the fake";
+    res.set_content(ToText(server_detail::BadRequest(bad)), "application/json");
     return nullptr;
   }
   p.type = info.type;
@@ -1161,8 +1197,8 @@ inline std::unique_ptr<Exchange> ApiServer::WaitFor(const httplib::Request& req,
     return answer(400, BadRequest("wait needs resource (a core/v1 plural), until=Bound|Deleted, count >= 1"));
   Store::Lock l(store_);
   Bucket& b = store_.bucket(p.plural);
-  uint64_t from = std::strtoull(req.get_param_value("resourceVersion").c_str(), nullptr, 10);
-  if (from < b.floor_rv) return answer(410, StatusBody(410, "Expired", "too old resource version"));
+  uint64_t from = std::strtoull(req.get_param_value("resourceVersion").c_str(), nullptr, 10);  // 0: the oldest kept
+  if (from != 0 && from < b.floor_rv) return answer(410, StatusBody(410, "Expired", "too old resource version"));
   return std::make_unique<WaitStream>(store_, watch_, std::move(p), b.SeqAfter(from));
 }
 

@@ -1,8 +1,10 @@
 // RBAC for the fake API server: ClusterRoles, ClusterRoleBindings, Roles and RoleBindings read
 // from manifests, evaluated as plugin/pkg/auth/authorizer/rbac does (RuleAllows, ResourceMatches),
-// plus the bootstrap system:discovery / system:public-info-viewer access every authenticated
-// user has. Denial messages follow endpoints/handlers/responsewriters/errors.go.
+// plus the bootstrap system:discovery access every authenticated user has and the
+// system:public-info-viewer access (health and version) everyone has, anonymous users too.
+// Denial messages follow endpoints/handlers/responsewriters/errors.go.
 #pragma once
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -47,7 +49,8 @@ class Rbac {
 
   // True when some binding of the user (or one of its groups) grants the request.
   bool Allows(const User& user, const RequestInfo& info) const {
-    if (!info.is_resource && IsPublicPath(info.path) && info.verb == "get") return true;
+    if (!info.is_resource && info.verb == "get" && (IsPublicInfoPath(info.path) || (IsDiscoveryPath(info.path) && Authenticated(user))))
+      return true;
     for (const Binding& b : bindings_) {
       if (!b.namespace_.empty() && b.namespace_ != info.ns) continue;
       if (!Binds(b, user)) continue;
@@ -182,14 +185,22 @@ class Rbac {
   }
 
   // The bootstrap roles system:discovery and system:public-info-viewer (all authenticated users).
-  static bool IsPublicPath(const std::string& path) {
-    static const char* kExact[] = {"/api", "/apis", "/version", "/healthz", "/livez", "/readyz", "/openapi"};
-    static const char* kPrefix[] = {"/api/", "/apis/", "/openapi/"};
-    for (const char* e : kExact)
+  // system:public-info-viewer, bound to system:authenticated and system:unauthenticated.
+  static bool IsPublicInfoPath(const std::string& path) {
+    for (const char* e : {"/healthz", "/livez", "/readyz", "/version", "/version/"})
       if (path == e) return true;
-    for (const char* p : kPrefix)
+    return false;
+  }
+  // system:discovery, bound to system:authenticated only (since 1.14).
+  static bool IsDiscoveryPath(const std::string& path) {
+    for (const char* e : {"/api", "/apis", "/openapi", "/version", "/version/"})
+      if (path == e) return true;
+    for (const char* p : {"/api/", "/apis/", "/openapi/"})
       if (path.rfind(p, 0) == 0) return true;
     return false;
+  }
+  static bool Authenticated(const User& user) {
+    return std::find(user.groups.begin(), user.groups.end(), "system:authenticated") != user.groups.end();
   }
 
   std::map<std::string, std::vector<PolicyRule>> cluster_roles_;

@@ -2,6 +2,8 @@
 // (staging/src/k8s.io/apiserver/pkg/endpoints/request/requestinfo.go), and label/field
 // selectors over stored objects.
 #pragma once
+#include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -87,10 +89,12 @@ inline RequestInfo ResolveRequest(const std::string& method, const std::string& 
 
 // One term of a label or field selector.
 struct Requirement {
-  std::string key, op, value;  // op: "=", "!=", "exists", "!exists"
+  std::string key, op, value;  // op: "=", "!=", "exists", "!exists"; labels also "in", "notin", "gt", "lt"
+  std::vector<std::string> values;  // of "in" and "notin" (label selectors, fake_labels.hpp)
 };
 
-// Parses "a=b,c!=d,e,!f" (equality-based selectors). False on syntax the fake does not know.
+// Parses "a=b,c!=d,e,!f" (a field selector; label selectors: fake_labels.hpp). False on syntax
+// the fake does not know.
 inline bool ParseSelector(const std::string& text, std::vector<Requirement>& out) {
   out.clear();
   size_t i = 0;
@@ -118,11 +122,21 @@ inline bool ParseSelector(const std::string& text, std::vector<Requirement>& out
   return true;
 }
 
+// Requirement.Matches (labels/selector.go).
 inline bool Holds(const Requirement& r, bool present, const std::string& value) {
   if (r.op == "=") return present && value == r.value;
   if (r.op == "!=") return !present || value != r.value;
   if (r.op == "exists") return present;
-  return !present;
+  if (r.op == "!exists") return !present;
+  const bool listed = std::find(r.values.begin(), r.values.end(), value) != r.values.end();
+  if (r.op == "in") return present && listed;
+  if (r.op == "notin") return !present || !listed;
+  // gt, lt: the label's value must be an integer too
+  char* end = nullptr;
+  const long long have = std::strtoll(value.c_str(), &end, 10);
+  if (!present || value.empty() || *end != '\0') return false;
+  const long long want = std::strtoll(r.value.c_str(), nullptr, 10);
+  return r.op == "gt" ? have > want : have < want;
 }
 
 inline bool MatchesLabels(const Json& obj, const std::vector<Requirement>& sel) {

@@ -102,6 +102,18 @@ inline void InitMeta(Json& obj) {
   m.erase("resourceVersion");
 }
 
+// Drops metadata's empty lists and maps: ObjectMeta tags them omitempty, so Go's encoding/json
+// leaves them out of every answer, and etcd never holds them.
+inline void DropEmptyMeta(Json& obj) {
+  JsonObject& m = Meta(obj);
+  for (const char* k : {"finalizers", "labels", "annotations", "ownerReferences", "managedFields"}) {
+    auto it = m.find(k);
+    if (it == m.end()) continue;
+    const Json& v = it->second;
+    if ((v.is<JsonArray>() && v.get<JsonArray>().empty()) || (v.is<JsonObject>() && v.get<JsonObject>().empty())) m.erase(it);
+  }
+}
+
 // A stored object. Immutable once stored: the objects map and the watch history share it.
 using JsonRef = std::shared_ptr<const Json>;
 
@@ -224,6 +236,7 @@ class Store {
   JsonRef Put(std::string_view plural, Json obj) {
     std::string key = ObjectKey(Str(obj, {"metadata", "namespace"}), Str(obj, {"metadata", "name"}));
     auto& b = bucket(plural);
+    DropEmptyMeta(obj);
     Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
     auto stored = std::make_shared<const Json>(std::move(obj));
     const bool existed = b.objects.count(key) > 0;

@@ -29,8 +29,8 @@ struct WatchControls {
 // A watch's answer: HTTP 200, chunked, one JSON event per line. From resourceVersion RV it sends
 // every stored change after RV, then live changes, until timeoutSeconds, a dropped-watches
 // control or the server's stop. RV "" or "0" starts with ADDED events for the current objects.
-// An RV older than the history gets one ERROR event with a 410 Expired Status (cacher.go
-// newErrWatcher). A watcher that falls behind the whole history is ended. What was written
+// An RV older than the history, which starts when the server does, gets one ERROR event with a
+// 410 Expired Status (cacher.go newErrWatcher). A watcher that falls behind the whole history is ended. What was written
 // while the server was paused is sent when the pause ends.
 class WatchStream final : public Exchange {
  public:

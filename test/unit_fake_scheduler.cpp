@@ -107,13 +107,21 @@ TEST_CASE("nodes: a watch sees them added, modified and deleted") {
   REQUIRE(Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("n1")).code == 201);
   REQUIRE(Admin(s.api, "PATCH", kNodes + "/n1", R"({"spec":{"unschedulable":true}})", "application/merge-patch+json").code == 200);
   REQUIRE(Admin(s.api, "DELETE", kNodes + "/n1").code == 200);
-  auto events = WatchEvents(s.api, kNodes + "?watch=true&resourceVersion=" + rv, 3);
-  REQUIRE(events.size() == 3);
-  CHECK(Str(events[0], {"type"}) == "ADDED");
-  CHECK(Str(events[1], {"type"}) == "MODIFIED");
-  CHECK(Str(events[2], {"type"}) == "DELETED");
-  for (const Json& e : events) CHECK(Str(e, {"object", "kind"}) == "Node");
-  CHECK(events[1].get("object").get("spec").get("unschedulable").get<bool>());
+  // Each write, and after it the node lifecycle controller's (fake_nodelifecycle.hpp): the
+  // not-ready taint of admission goes (the node is Ready), the unschedulable one comes.
+  auto events = WatchEvents(s.api, kNodes + "?watch=true&resourceVersion=" + rv, 5);
+  std::vector<std::string> seen;
+  for (const Json& e : events) {
+    CHECK(Str(e, {"object", "kind"}) == "Node");
+    std::string taints;
+    if (const Json* t = fake::Path(e.get("object"), {"spec", "taints"}))
+      for (const Json& taint : t->get<fake::JsonArray>()) taints += " " + Str(taint, {"key"});
+    seen.push_back(Str(e, {"type"}) + taints);
+  }
+  CHECK(seen == std::vector<std::string>{"ADDED node.kubernetes.io/not-ready", "MODIFIED", "MODIFIED",
+                                         "MODIFIED node.kubernetes.io/unschedulable", "DELETED node.kubernetes.io/unschedulable"});
+  REQUIRE(events.size() == 5);
+  CHECK(events[2].get("object").get("spec").get("unschedulable").get<bool>());
 }
 
 TEST_CASE("nodes: the table has printNode's columns: status from the Ready condition, roles, kubelet version") {

@@ -364,6 +364,40 @@ TEST_CASE("a 401 makes the token be re-read and the request sent once more") {
   CHECK(server.accepted() == 1);
 }
 
+// With anonymous auth on (the default), a real server answers a request without a token 403
+// for system:anonymous, not 401; a 403 to a request that carried a token is RBAC's, final.
+TEST_CASE("a 403 to a request sent without a token (an empty token file) makes the token be re-read, as a 401 does") {
+  TokenFile token;
+  token.Write("");
+  std::vector<std::string> seen;  // "path token" per request, in order
+  ScriptedServer server([&](SSL* ssl) {
+    while (true) {
+      std::string req = ReadRequest(ssl);
+      if (req.empty()) return;
+      std::string path = req.substr(4, req.find(" HTTP/1.1") - 4);
+      std::string auth = HeaderOf(req, "Authorization");
+      std::string tok = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : "(none)";
+      seen.push_back(path + " " + tok);
+      bool forbidden = tok == "(none)" || path == "/denied";
+      WriteAll(ssl, forbidden ? "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n" : Ok(path));
+    }
+  });
+  ApiCredentials creds = server.Credentials();
+  creds.token_file = token.path();
+  auto conn = Connect(creds);
+  auto a = conn->Request("GET", "/a");  // still empty when read again: one retry, no more
+  REQUIRE(a.ok());
+  CHECK(a->status == 403);
+  token.Write("new");  // read less than a second ago: only the refusal makes the client look again
+  auto b = conn->Request("GET", "/b");
+  REQUIRE(b.ok());
+  CHECK(b->status == 200);
+  auto denied = conn->Request("GET", "/denied");
+  REQUIRE(denied.ok());
+  CHECK(denied->status == 403);
+  CHECK(seen == std::vector<std::string>{"/a (none)", "/a (none)", "/b (none)", "/b new", "/denied new"});
+}
+
 TEST_CASE("the observer hears of each finished request: verb, resource and code (0 when there was no answer)") {
   ScriptedServer server([&](SSL* ssl) {
     while (true) {
