@@ -123,10 +123,15 @@ inline QuotaSupport ProbeProject(int root_fd, const std::string& fs) {
   sv.qs_version = FS_QSTATV_VERSION1;
   if (Quotactl(root_fd, Q_XGETQSTATV, 0, &sv) != 0) {
     const int e = errno;
-    q.why_not = e == ENOSYS ? "this kernel was built without quota support for " + fs +
-                                  (fs == "xfs" ? " (CONFIG_XFS_QUOTA)" : " (CONFIG_QUOTA, CONFIG_QFMT_V2)") +
-                                  "; use a distribution kernel"
-                            : "cannot read the project quota state of " + at + ": " + std::strerror(e);
+    // XFS answers ENOSYS both when mounted without quotas and when built without them.
+    if (e == ENOSYS && fs == "xfs")
+      q.why_not = "XFS at " + at + " is not mounted with project quotas: add prjquota to its mount options (in "
+                  "/etc/fstab; for the root filesystem, rootflags=prjquota on the kernel command line) and mount it "
+                  "again (the kernel needs XFS quota support, CONFIG_XFS_QUOTA, as distribution kernels have)";
+    else if (e == ENOSYS)
+      q.why_not = "this kernel was built without quota support for ext4 (CONFIG_QUOTA, CONFIG_QFMT_V2); use a distribution kernel";
+    else
+      q.why_not = "cannot read the project quota state of " + at + ": " + std::strerror(e);
     return q;
   }
   const bool accounted = sv.qs_flags & FS_QUOTA_PDQ_ACCT, enforced = sv.qs_flags & FS_QUOTA_PDQ_ENFD;
