@@ -298,6 +298,27 @@ class QuotaLimits {
     return Status::Ok();
   }
 
+  // The limit root/name is under, read from the directory itself (never from what a PV says): a
+  // btrfs subvolume, a project ID of ours, or none (a plain directory, or one in a project of
+  // the administrator's).
+  Result<QuotaId> Of(const std::string& name) const {
+    fsops_detail::Fd dir(Open(name));
+    if (dir.get() < 0) return Posix("open", name, errno);
+    fsops_detail::DirId root_id, id;
+    if (int e = fsops_detail::GetDirId(root_.fd(), &root_id); e != 0) return Posix("stat", "", e);
+    if (int e = fsops_detail::GetDirId(dir.get(), &id); e != 0) return Posix("stat", name, e);
+    if (fsops_detail::IsSubvolumeIn(root_id, id, dir.get())) {
+      btrfs_ioctl_ino_lookup_args lookup {};
+      lookup.objectid = quota_detail::kBtrfsSubvolumeIno;
+      if (ioctl(dir.get(), BTRFS_IOC_INO_LOOKUP, &lookup) != 0) return Posix("look up the subvolume ID of", name, errno);
+      return QuotaId{QuotaMethod::kBtrfs, lookup.treeid};
+    }
+    unsigned project = 0;
+    if (quota_detail::GetProjectOf(dir.get(), &project) != 0 || project < static_cast<unsigned>(quota_detail::kFirstProjectId))
+      return QuotaId{};
+    return QuotaId{QuotaMethod::kProject, project};
+  }
+
   // Bytes and inodes charged to project `id` (ext4, XFS).
   Status ProjectUsage(unsigned id, uint64_t* bytes, uint64_t* inodes) const {
     if_dqblk d {};
@@ -322,7 +343,9 @@ class QuotaLimits {
     using namespace quota_detail;
     unsigned mine = 0;
     if (int e = GetProjectOf(dir_fd, &mine); e != 0) return Posix("read the project ID of", name, e);
-    if (mine != 0) return mine;  // an earlier attempt's
+    // An earlier attempt's; a lower ID was inherited from the root (an administrator's project)
+    // and is replaced: a file counts against one project only.
+    if (mine >= static_cast<unsigned>(kFirstProjectId)) return mine;
     const uint64_t start = Hash(seed) % kProjectIdSpan;
     for (uint64_t i = 0; i < 1000; ++i) {
       const unsigned id = static_cast<unsigned>(kFirstProjectId + (start + i) % kProjectIdSpan);

@@ -3,12 +3,17 @@
 // devices and the mkfs tool: otherwise `mounted` is false and `why` says what is missing (the
 // test then skips with that message).
 #pragma once
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 namespace harness {
 
@@ -52,5 +57,43 @@ struct LoopFs {
 
   static int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
 };
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// Writes zeros to `path` until `limit` bytes or an error, as user 1000: a pod's user, without
+// the CAP_SYS_RESOURCE that lets root past ext4's limits. Returns what was written and the
+// error (0 if none). fsync'd every MiB, so that delayed allocation meets the limit.
+inline std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit) {
+  int result[2];
+  if (pipe(result) != 0) return {0, errno};
+  pid_t pid = fork();
+  if (pid == 0) {
+    uint64_t out[2] = {0, 0};
+    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) out[1] = errno;
+    int fd = out[1] != 0 ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 && out[1] == 0) out[1] = errno;
+    static char chunk[64 * 1024];
+    while (fd >= 0 && out[0] < limit) {
+      ssize_t n = write(fd, chunk, sizeof chunk);
+      if (n < 0) {
+        out[1] = errno;
+        break;
+      }
+      out[0] += static_cast<uint64_t>(n);
+      if (out[0] % kMiB == 0 && fsync(fd) != 0) {
+        out[1] = errno;
+        break;
+      }
+    }
+    if (fd >= 0 && out[1] == 0 && fsync(fd) != 0) out[1] = errno;
+    _exit(write(result[1], out, sizeof out) == sizeof out ? 0 : 1);
+  }
+  close(result[1]);
+  uint64_t got[2] = {0, EIO};
+  if (pid < 0 || read(result[0], got, sizeof got) != sizeof got) got[1] = EIO;
+  close(result[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return {got[0], static_cast<int>(got[1])};
+}
 
 }  // namespace harness
