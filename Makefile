@@ -59,7 +59,7 @@ $(FAKE): test/fake_apiserver_main.cpp $(HTTPLIB) $(FAKE).d
 # machine with Debian's kernel (test/quota_vm.sh), from a static build of the test.
 QUOTA_VM  := $(BUILD)/test/vm_unit_quota
 $(BUILD)/test/unit_quota.static: test/unit_quota.cpp $(BUILD)/test/catch_main.o $(HTTPLIB) $(BUILD)/test/unit_quota.static.d
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TEST_FLAGS) -static $< $(BUILD)/test/catch_main.o -o $@ -pthread
+	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TEST_FLAGS) -static $< $(BUILD)/test/catch_main.o -o $@ $(LIBS)
 $(QUOTA_VM): $(BUILD)/test/unit_quota.static test/quota_vm.sh
 	printf '#!/bin/sh\nexec bash test/quota_vm.sh $(BUILD) $< "[project]" --use-colour no\n' > $@
 	chmod +x $@

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "quota.hpp"
+#include "usage.hpp"
 #include "test/loopfs.hpp"
 #include "test/tmpfs.hpp"
 
@@ -259,6 +260,24 @@ void EnforcesSizes(const std::string& name, const std::string& type, const std::
   REQUIRE(limits.ProjectUsage(static_cast<unsigned>(made->id), &bytes, &inodes).ok());
   CHECK(bytes >= 7 * kMiB);
   CHECK(inodes == 4);  // the volume, sub, data, more
+  // The usage metrics read it from the quota, as du would count it, without a walk.
+  UsageTarget target;
+  target.dir_name = "ns-a-pvc-1";
+  target.quota = *made;
+  auto counted = UsageFromQuota(root, target);
+  REQUIRE(counted);
+  CHECK(counted->first.bytes == bytes);
+  CHECK(counted->first.inodes == 4);
+  {
+    Result<UsageWalk> walk = UsageWalk::Begin(root, "ns-a-pvc-1");  // holds the directory open
+    REQUIRE(walk.ok());
+    while (!walk->Step(1000)) {
+    }
+    CHECK(walk->count().inodes == 4);
+    CHECK(walk->count().bytes == bytes);
+  }
+  target.quota = *other;  // a record that disagrees with the directory: not read
+  CHECK_FALSE(UsageFromQuota(root, target));
 
   // Removed, then released: once the filesystem no longer charges the removed files to it (XFS
   // frees inodes in the background; syncfs hurries it), the ID serves the next volume.
