@@ -147,7 +147,7 @@ inline QuotaSupport ProbeProject(int root_fd, const std::string& fs) {
     q.why_not = "ext4 at " + at + " counts project quotas but does not enforce them: mount it with -o prjquota (in /etc/fstab too)";
   } else if (!HasSysAdmin()) {
     q.why_not = "setting quota limits needs the capability CAP_SYS_ADMIN, which the provisioner's container lacks: "
-                "add SYS_ADMIN to its securityContext.capabilities";
+                "install it with kubectl apply -k manifests/overlays/quota (or quota-daemonset), which adds SYS_ADMIN";
   } else {
     q.method = QuotaMethod::kProject;
   }
@@ -177,7 +177,7 @@ inline QuotaSupport ProbeBtrfs(int root_fd) {
                 " (this provisioner never does: it costs some write speed on the whole filesystem)";
   } else if (!HasSysAdmin()) {
     q.why_not = "setting qgroup limits needs the capability CAP_SYS_ADMIN, which the provisioner's container lacks: "
-                "add SYS_ADMIN to its securityContext.capabilities";
+                "install it with kubectl apply -k manifests/overlays/quota (or quota-daemonset), which adds SYS_ADMIN";
   } else {
     q.method = QuotaMethod::kBtrfs;
   }
@@ -398,7 +398,8 @@ class QuotaLimits {
   // A failed call as a Status naming the path; EPERM says which capability is missing.
   Status Posix(const std::string& what, const std::string& name, int err, std::string hint = "") const {
     Status s = PosixError(what + " " + (name.empty() ? root_.path() : root_.path() + "/" + name), err);
-    if (hint.empty() && err == EPERM) hint = "the provisioner's container needs the capability SYS_ADMIN";
+    if (hint.empty() && err == EPERM)
+    hint = "the provisioner's container needs the capability SYS_ADMIN (kubectl apply -k manifests/overlays/quota)";
     return hint.empty() ? s : Status(s.code(), s.message() + "; " + hint, err);
   }
 

@@ -166,3 +166,25 @@ TEST_CASE("a volume whose recorded limit was changed on its PV touches no other 
   CHECK(err == EDQUOT);
   CHECK(written <= 2 * kMiB);
 }
+
+TEST_CASE("quota true without the SYS_ADMIN capability: the event says which install adds it", "[e2e][quota]") {
+  TempDir tmp;
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  if (LoopFs::Sh("test -x /usr/bin/setpriv") != 0) {
+    WARN("SKIPPED: setpriv (util-linux) is not installed");
+    return;
+  }
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(QuotaClass("limited", "true"));
+  // As in the shipped install, whose capabilities leave SYS_ADMIN out.
+  Provisioner p(api, fs.dir, {}, {}, {"/usr/bin/setpriv", "--bounding-set", "-sys_admin"});
+  api.CreateYaml(ClaimYaml("default", "db", "limited", "4Mi"));
+  INFO(p.Log());
+  REQUIRE(Eventually([&] {
+    return HasEvent(api, "db", "ProvisioningFailed", "lacks: install it with kubectl apply -k manifests/overlays/quota");
+  }));
+  CHECK(ListDir(fs.dir).empty());
+  CHECK(Phase(api.Claim("default", "db")) == "Pending");
+}
