@@ -23,7 +23,8 @@ struct Config {
   int deleted_node_cleanup_seconds = 0;
   bool require_mount = false;            // default of the class parameter requireMount
   bool check_free_space = true;          // default of the class parameter checkFreeSpace
-  bool overcommit = true;                // default of the class parameter overcommit  // volumes of a Node deleted this long ago go; 0 = never
+  bool overcommit = true;                // default of the class parameter overcommit
+  std::string quota = "false";           // default of the class parameter quota: true, auto or false
   std::string reclaim_policy;            // "", Retain or Delete; "" = the class decides
   unsigned dir_mode = 0777;              // mode of new volume directories
   std::string kubeconfig;                // "" = in-cluster
@@ -123,6 +124,14 @@ inline const std::vector<Setting>& Settings() {
        "default of the StorageClass parameter overcommit; false: the free-space check also subtracts the capacity "
        "of the other volumes under the same root (sizes add up to at most the disk)",
        [](Config& c, const std::string& v) { return ParseBool(v, c.overcommit); }},
+      {"quota", "QUOTA", "false",
+       "default of the StorageClass parameter quota: true enforces each volume's size (ext4 and XFS project "
+       "quotas, btrfs qgroups) and refuses a claim where its root cannot; auto enforces where it can; false never",
+       [](Config& c, const std::string& v) -> std::string {
+         if (v != "true" && v != "auto" && v != "false") return "must be true, auto or false, not \"" + v + "\"";
+         c.quota = v;
+         return "";
+       }},
       {"reclaim-policy", "PV_RECLAIM_POLICY", "(the StorageClass's reclaimPolicy)",
        "Retain or Delete: overrides the StorageClass for every volume made",
        [](Config& c, const std::string& v) -> std::string {

@@ -36,6 +36,7 @@
 #include "roots.hpp"
 #include "space.hpp"
 #include "usage.hpp"
+#include "volume_dir.hpp"
 
 // Counters the controller keeps for the HTTP endpoint (all monotonic except depth).
 struct ControllerStats {
@@ -440,15 +441,20 @@ class Controller {
                                true);
       }
     }
-    if (Status s = (*root)->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
+    Result<MadeDir> made = MakeVolumeDir(**root, a);
+    if (!made.ok()) {
+      const Status& s = made.status();
       const std::string hint = FixHint(s);
       const int e = s.sys_errno();
       return ProvisionFailed(w, claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint),
-                             e == ENOENT || e == ENOSPC || e == EDQUOT || e == EROFS || e == ENOTDIR);
+                             s.code() == Status::kInvalid || e == ENOENT || e == ENOSPC || e == EDQUOT || e == EROFS ||
+                                 e == ENOTDIR);
     }
+    Volume pv = a.volume;
+    if (made->quota.method != QuotaMethod::kNone) pv.meta.annotations[ann::kQuota] = Describe(made->quota);
     // Before the create, so that its watch event, which another worker may handle, finds it.
     created_.Insert(a.volume.meta.name);
-    Status s = w.api.CreateVolume(a.volume);
+    Status s = w.api.CreateVolume(pv);
     if (s.code() == Status::kConflict) {
       // Made by an earlier attempt (a crash, a retry)? Then it is ours and done. Anything else
       // of that name is not this claim's volume: our directory, just made and empty, goes.
@@ -481,9 +487,13 @@ class Controller {
     stats_.provision_seconds.Observe(secs);
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.1f ms", secs * 1000);
-    LogInfo("provisioned " + KeyOf(claim.meta) + " -> " + a.volume.meta.name + " at " + path + " (" + ms + ")");
+    const std::string limit = made->quota.method == QuotaMethod::kNone ? "" : ", size enforced (" + Describe(made->quota) + ")";
+    LogInfo("provisioned " + KeyOf(claim.meta) + " -> " + a.volume.meta.name + " at " + path + limit + " (" + ms + ")");
     recorder_.Normal(Of(claim), reason::kProvisioningSucceeded,
-                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path);
+                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path + limit);
+    if (!made->not_enforced.empty())
+      recorder_.Normal(Of(claim), reason::kSizeNotEnforced,
+                       "the size " + claim.storage_request + " is not enforced (class parameter quota: \"auto\"): " + made->not_enforced);
     return Done();
   }
 
@@ -590,7 +600,9 @@ class Controller {
       if (Status s = (*root)->FilesystemMounted(); !s.ok())
         return DeleteFailed(v, "requireMount: " + s.message() + "; nothing removed until it is (will retry)");
     }
-    if (Status s = (*root)->RemoveTree(a.dir_name); !s.ok()) {
+    auto recorded = v.meta.annotations.find(ann::kQuota);
+    const QuotaId quota = recorded == v.meta.annotations.end() ? QuotaId{} : ParseQuotaId(recorded->second);
+    if (Status s = RemoveVolumeDir(**root, a.dir_name, quota); !s.ok()) {
       const std::string hint = FixHint(s);
       return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
     }

@@ -15,6 +15,7 @@
 #include "recorder.hpp"
 #include "roots.hpp"
 #include "space.hpp"
+#include "volume_dir.hpp"
 
 class Expander {
  public:
@@ -38,6 +39,12 @@ class Expander {
         LogWarn("claim " + key + ": " + why);
         recorder_->Warning(who, reason::kVolumeResizeFailed, why);
         return no_room ? Next::kNoRoom : Next::kRetry;
+      }
+      if (Status s = RaiseLimit(v, e); !s.ok()) {
+        const std::string why = "cannot raise the size limit of volume " + v.meta.name + " to " + e.size + ": " + s.message();
+        LogWarn("claim " + key + ": " + why);
+        recorder_->Warning(who, reason::kVolumeResizeFailed, why);
+        return Next::kRetry;
       }
       if (Status s = api.SetVolumeCapacity(v, e.size); !s.ok()) {
         LogWarn("claim " + key + ": " + s.message());
@@ -73,6 +80,16 @@ class Expander {
     *no_room = true;
     return "cannot grow volume " + v.meta.name + " from " + HumanBytes(static_cast<uint64_t>(e.from_bytes)) + " to " +
            e.size + " under " + e.root + ": " + shortfall;
+  }
+
+  // A volume made with its size enforced (class parameter quota) gets the new size as its limit.
+  Status RaiseLimit(const Volume& v, const Expansion& e) const {
+    auto recorded = v.meta.annotations.find(ann::kQuota);
+    if (recorded == v.meta.annotations.end()) return Status::Ok();
+    Result<Roots::Ref> root = roots_->Get(e.root);
+    if (!root.ok()) return root.status();
+    const std::string dir = VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name);
+    return GrowVolumeDir(**root, dir, ParseQuotaId(recorded->second), static_cast<uint64_t>(e.bytes));
   }
 
   // A conflict means a newer claim is on its way through the watch: retried then, quietly.

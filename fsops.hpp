@@ -17,7 +17,9 @@
 #pragma once
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/types.h>
@@ -155,6 +157,17 @@ inline int GetDirId(int fd, DirId* id) {
 
 inline bool SameMount(const DirId& a, const DirId& b) {
   return a.dev == b.dev && (!a.has_mnt || !b.has_mnt || a.mnt == b.mnt);
+}
+
+// Is the open directory `fd` (identity `dir`), found in `parent`, the root of a btrfs
+// subvolume on the parent's mount? A subvolume has a device number of its own but is no mount
+// point: a volume made as one (quota.hpp) is walked and removed like any volume directory,
+// while subvolumes and mounts inside it are still never entered. Without the kernel's mount
+// ids a subvolume cannot be told from a mount: then no.
+inline bool IsSubvolumeIn(const DirId& parent, const DirId& dir, int fd) {
+  if (!parent.has_mnt || !dir.has_mnt || parent.mnt != dir.mnt || dir.ino != 256) return false;
+  struct statfs sf;
+  return fstatfs(fd, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC;
 }
 
 // Opens the directory `name` inside parent_fd without following a symlink. When permission
@@ -313,7 +326,7 @@ class TreeRemover {
     }
     if (err != 0) return PosixError("open " + where, err);
     if ((err = GetDirId(vol.get(), &vol_id_)) != 0) return PosixError("stat " + where, err);
-    if (!SameMount(root_id, vol_id_)) {
+    if (!SameMount(root_id, vol_id_) && !IsSubvolumeIn(root_id, vol_id_, vol.get())) {
       return Status::Error("remove " + where + ": it is a mount point; left alone");
     }
     MakeUsable(vol.get(), vol_id_);

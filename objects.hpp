@@ -121,6 +121,9 @@ inline constexpr const char* kRequireMount = "hostpath-provisioner.io/require-mo
 inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
 // On a PV: "all" when its directory exists on every node (class parameter nodes: all).
 inline constexpr const char* kAllNodes = "hostpath-provisioner.io/nodes";
+// How the volume's size is enforced, for people ("project 1234567", "btrfs subvolume 257");
+// the provisioner reads it from the directory itself.
+inline constexpr const char* kQuota = "hostpath-provisioner.io/quota";
 // The name part of the finalizer each node's instance holds on such a PV while its directory
 // there exists: "<node name>/hostpath-provisioner.io". A node name is a DNS subdomain of at
 // most 253 characters, which is what a finalizer's prefix may be, so every node name maps to

@@ -18,6 +18,7 @@ namespace reason {
 inline constexpr const char* kProvisioningSucceeded = "ProvisioningSucceeded";
 inline constexpr const char* kProvisioningFailed = "ProvisioningFailed";
 inline constexpr const char* kVolumeFailedDelete = "VolumeFailedDelete";
+inline constexpr const char* kSizeNotEnforced = "SizeNotEnforced";
 }  // namespace reason
 
 struct Action {
@@ -44,6 +45,7 @@ struct Action {
   int64_t request_bytes = 0;  // kProvision: the claim's size
   bool check_space = false;   // kProvision: only if request_bytes fit (see space.hpp)
   bool overcommit = false;    // kProvision: ... not counting what other volumes were promised
+  std::string quota = "false";  // kProvision: enforce request_bytes: "true", "auto" (where the root can), "false"
   Volume volume;            // kProvision: the PV to create
   std::string reason;       // kFail: event reason
   std::string message;      // kFail: event message (why, and what to do)
@@ -143,6 +145,7 @@ struct ClassParameters {
   bool all_nodes = false;  // nodes: all: a directory on every node, a PV without node affinity
   bool check_space = true;  // checkFreeSpace
   bool overcommit = false;  // overcommit
+  std::string quota = "false";  // quota: "true" (enforce the size, or fail), "auto" (where the root can), "false"
 };
 
 inline std::string NodeFinalizer(const std::string& node) { return node + "/" + ann::kNodeFinalizerName; }
@@ -175,6 +178,7 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
   out->require_mount = cfg.require_mount;
   out->check_space = cfg.check_free_space;
   out->overcommit = cfg.overcommit;
+  out->quota = cfg.quota;
   for (const auto& [key, value] : sc.parameters) {
     unsigned long v = 0;
     if (key == "uid" || key == "gid") {
@@ -196,6 +200,10 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
     } else if (key == "checkFreeSpace" || key == "overcommit") {
       if (value != "true" && value != "false") return "parameter " + key + "=\"" + value + "\" must be \"true\" or \"false\"";
       (key == "overcommit" ? out->overcommit : out->check_space) = value == "true";
+    } else if (key == "quota") {
+      if (value != "true" && value != "auto" && value != "false")
+        return "parameter quota=\"" + value + "\" must be \"true\", \"auto\" or \"false\"";
+      out->quota = value;
     } else if (key == "requireMount") {
       if (value != "true" && value != "false") return "parameter requireMount=\"" + value + "\" must be \"true\" or \"false\"";
       out->require_mount = value == "true";
@@ -208,10 +216,12 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
         return "parameter pvDir=\"" + value + "\" is not a directory this provisioner may use (" + dirs +
                "): add it to ALLOWED_PV_DIRS and mount it into the provisioner's pod at the same path";
     } else {
-      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount, nodes, checkFreeSpace and overcommit)";
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount, nodes, checkFreeSpace, overcommit and quota)";
     }
   }
   if (out->all_nodes && out->local) return "parameters nodes=all and volumeType=local do not go together (a local volume has one node)";
+  if (out->all_nodes && out->quota != "false")
+    return "parameter quota=\"" + out->quota + "\" is not available with nodes=all yet: use quota: \"false\"";
   if (out->all_nodes && cfg.node_name.empty())
     return "parameter nodes=all needs the provisioner on every node (the DaemonSet of manifests/daemonset/, NODE_NAME set)";
   return "";
@@ -357,6 +367,7 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   a.request_bytes = *bytes;
   a.check_space = params.check_space;
   a.overcommit = params.overcommit;
+  a.quota = params.quota;
   a.dir_name = VolumeDirName(claim.meta.namespace_, claim.meta.name, a.volume.meta.name);
   a.dir_mode = params.has_mode ? params.mode : cfg.dir_mode;
   a.uid = params.uid;
@@ -521,7 +532,7 @@ inline void SlimForCache(Node* n) { n->meta = ObjectMeta{n->meta.name, "", n->me
 
 inline void SlimForCache(Volume* v) {
   reconcile_detail::KeepOnly(&v->meta.annotations,
-                             {ann::kProvisionedBy, ann::kNode, ann::kPvDir, ann::kRequireMount, ann::kAllNodes});
+                             {ann::kProvisionedBy, ann::kNode, ann::kPvDir, ann::kRequireMount, ann::kAllNodes, ann::kQuota});
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();

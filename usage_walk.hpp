@@ -105,7 +105,7 @@ class UsageWalk {
     UsageWalk w;
     uint64_t blocks = 0, links = 0;
     if (int err = usage_detail::StatEntry(fd.get(), "", &w.vol_id_, &blocks, &links)) return PosixError("stat " + where, err);
-    if (!SameMount(root_id, w.vol_id_)) return Status::Error(where + " is a mount point; not walked");
+    if (!SameMount(root_id, w.vol_id_) && !fsops_detail::IsSubvolumeIn(root_id, w.vol_id_, fd.get())) return Status::Error(where + " is a mount point; not walked");
     w.count_.bytes = blocks * 512;
     w.count_.inodes = 1;
     w.frames_.push_back(Frame{name, w.vol_id_.ino, std::move(fd)});

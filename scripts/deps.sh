@@ -5,7 +5,8 @@
 # Idempotent: does nothing when everything is already there.
 set -euo pipefail
 build=${1:-build}
-packages=(g++ make libssl-dev libyaml-dev picojson-dev catch2 dpkg-dev openssl ca-certificates file xz-utils)
+packages=(g++ make libssl-dev libyaml-dev picojson-dev catch2 dpkg-dev openssl ca-certificates file xz-utils
+          btrfs-progs xfsprogs e2fsprogs)  # the last three: filesystems for the quota tests
 
 missing=()
 for p in "${packages[@]}"; do

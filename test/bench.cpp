@@ -66,6 +66,7 @@
 #include <picojson.h>
 
 #include "test/harness.hpp"
+#include "test/loopfs.hpp"
 
 namespace {
 
@@ -260,12 +261,14 @@ class Fake {
     sa_token_ = Trim(ReadFile(dir + "/serviceaccount/token"));
     CreateClass("hostpath", "Immediate");
   }
-  // A StorageClass of our provisioner, Delete, with the given volumeBindingMode.
-  void CreateClass(const std::string& name, const std::string& binding_mode) const {
+  // A StorageClass of our provisioner, Delete, with the given volumeBindingMode and parameters
+  // (a JSON object's members, e.g. "\"quota\":\"true\"").
+  void CreateClass(const std::string& name, const std::string& binding_mode, const std::string& parameters = "") const {
     Reply r = Admin()->Call("POST", "/apis/storage.k8s.io/v1/storageclasses",
                             R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":")" + name +
                                 R"("},"provisioner":")" + kProvisionerName +
-                                R"(","reclaimPolicy":"Delete","volumeBindingMode":")" + binding_mode + "\"}");
+                                R"(","reclaimPolicy":"Delete","parameters":{)" + parameters +
+                                R"(},"volumeBindingMode":")" + binding_mode + "\"}");
     if (r.code != 201) throw Failure("creating the StorageClass " + name + ": " + std::to_string(r.code) + " " + r.body);
   }
   std::unique_ptr<Api> Admin() const { return std::make_unique<Api>(port_, dir_ + "/ca.crt", admin_token_); }
@@ -603,7 +606,7 @@ Burst Trickle(const Target& t, const std::string& prefix, int n) {
   std::vector<Claimed> claims;
   for (int i = 0; i < n; ++i) {
     std::string name = prefix + "-" + std::to_string(i);
-    Reply r = admin->Call("POST", kClaims, ClaimJson(name));
+    Reply r = admin->Call("POST", kClaims, ClaimJson(name, t.cls));
     if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
     claims.push_back({name, Str(r.json, {"metadata", "uid"})});
     if (t.baseline) t.baseline->Push(true, claims.back());
@@ -942,6 +945,32 @@ int Run() {
     ReadRequestLog(fake, {}, &counted);
     startup_writes = counted.writes;
   }
+  // Enforced sizes: one instance on a btrfs root with qgroups (a loop device), claims one at a
+  // time of a class with quota "true" and of one without, alternately.
+  std::printf("bench: %d claims one at a time with quota \"true\" and %d without, on btrfs with qgroups\n", 2 * kTrickle,
+              2 * kTrickle);
+  std::fflush(stdout);
+  std::vector<double> quota_on, quota_off;
+  std::string quota_skipped;
+  {
+    harness::LoopFs fs(work + "/btrfs", "btrfs", "1G");
+    if (!fs.mounted || harness::LoopFs::Sh("btrfs quota enable " + fs.dir) != 0) {
+      quota_skipped = fs.mounted ? "btrfs quota enable failed" : fs.why;
+    } else {
+      Fake fake(work + "/api-quota");
+      fake.CreateClass("enforced", "Immediate", "\"quota\":\"true\"");
+      Provisioner p = StartProvisioner(fake, fs.dir, work + "/provisioner-quota.log");
+      Target on{"enforced", &fake, {fs.dir}, {p.proc->pid()}, nullptr, "enforced"}, off{"plain", &fake, {fs.dir}, {p.proc->pid()}};
+      for (int round = 0; round < 2; ++round) {
+        for (const Target* t : {&on, &off}) {
+          Burst b = Trickle(*t, std::string(t == &on ? "q" : "n") + std::to_string(round), kTrickle);
+          std::vector<double>& into = t == &on ? quota_on : quota_off;
+          into.insert(into.end(), b.latency_ms.begin(), b.latency_ms.end());
+        }
+      }
+    }
+  }
+
   double load_after = LoadAverage();
 
   // ---- the table and the JSON
@@ -990,6 +1019,15 @@ int Run() {
           Fmt("%.3f", median(delete_scan)) + Fmt(" / %.3f s", median(delete_quiet)) +
               Fmt(" = %.2fx", median(delete_scan) / median(delete_quiet)));
   rep.Add("entries scanned during those bursts", Fmt("%.0f", burst_entries) + Fmt(" (%.0f per burst)", burst_entries / std::max<size_t>(1, 2 * create_scan.size())));
+  rep.Section("enforced sizes (quota \"true\", btrfs subvolume and qgroup limit), claims one at a time");
+  if (quota_skipped.empty()) {
+    const double quota_ratio = Percentile(quota_on, 0.5) / Percentile(quota_off, 0.5);
+    rep.Add("claim -> PV create, p50 / p99, enforced", Latency(quota_on));
+    rep.Add("claim -> PV create, p50 / p99, not enforced", Latency(quota_off));
+    rep.Add("p50 enforced / not enforced", Fmt("%.2fx", quota_ratio), "< 2x", quota_ratio < 2);
+  } else {
+    rep.Add("skipped", quota_skipped);
+  }
   rep.Section("idle (from 1 s after /readyz, no claims)");
   rep.Add("VmRSS (resident)", MiB(idle_mem.rss_kib), "< 6 MiB", idle_mem.rss_kib < 6 * 1024);
   rep.Add("RssAnon (private)", MiB(idle_mem.anon_kib), "< 2 MiB", idle_mem.anon_kib < 2 * 1024);
@@ -1030,6 +1068,8 @@ int Run() {
   json["delete_seconds_not_scanning"] = array(delete_quiet);
   json["usage_scan_cpu_seconds_per_pass"] = picojson::value(scan_cpu);
   json["usage_scan_entries_per_pass"] = picojson::value(scan_entries);
+  json["claim_to_pv_ms_quota"] = array(quota_on);
+  json["claim_to_pv_ms_no_quota"] = array(quota_off);
   json["binary_bytes"] = picojson::value(static_cast<double>(st.st_size));
   json["cpus"] = picojson::value(static_cast<double>(cpus));
   json["figures"] = rep.Json();

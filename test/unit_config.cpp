@@ -130,6 +130,9 @@ TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
   CHECK(Parse({}).value().check_free_space);
   CHECK(Parse({}).value().overcommit);
   CHECK_FALSE(Parse({}, {{"OVERCOMMIT", "false"}}).value().overcommit);
+  CHECK(Parse({}).value().quota == "false");
+  CHECK(Parse({}, {{"QUOTA", "auto"}}).value().quota == "auto");
+  CHECK(Parse({"--quota=true"}).value().quota == "true");
   CHECK_FALSE(Parse({"--check-free-space=false"}).value().check_free_space);
   CHECK(Parse({}, {{"NODE_NAME", "n1"}, {"DELETED_NODE_CLEANUP_DELAY", "600"}}).value().deleted_node_cleanup_seconds == 600);
   CHECK(Parse({}, {{"ALLOWED_PV_DIRS", ""}}).value().allowed_pv_dirs.empty());
@@ -138,6 +141,7 @@ TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
     const char* says;
   } bad[] = {
       {{{"NODE_NAME", "Worker_1"}}, "NODE_NAME (--node-name) must be a node name"},
+      {{{"QUOTA", "on"}}, "QUOTA (--quota) must be true, auto or false, not \"on\""},
       {{{"NODE_NAME", "a/b"}}, "must be a node name"},
       {{{"ALLOWED_PV_DIRS", "/mnt/ssd,relative"}}, "ALLOWED_PV_DIRS (--allowed-pv-dirs) must list absolute paths"},
       {{{"ALLOWED_PV_DIRS", "/mnt/../etc"}}, "must list absolute paths"},

@@ -569,7 +569,7 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
   CHECK(Str(subject.get("namespace")) == Str(sa->get("metadata").get("namespace")));
 }
 
-TEST_CASE("kustomize renders the base, the example overlay (which changes PV_DIR everywhere) and the node-aware install",
+TEST_CASE("kustomize renders the base, the example overlay (which changes PV_DIR everywhere), the node-aware install and the quota overlays",
           "[manifests]") {
   if (!HaveKubectl()) return;
   // Each renders the objects `kubectl create -f` would create from the same folder.
@@ -577,6 +577,8 @@ TEST_CASE("kustomize renders the base, the example overlay (which changes PV_DIR
       {"manifests", ObjectIds(KubectlReads("manifests"))},
       {"manifests/overlays/example", ObjectIds(KubectlReads("manifests"))},
       {"manifests/daemonset", ObjectIds(KubectlReads("manifests/daemonset"))},
+      {"manifests/overlays/quota", ObjectIds(KubectlReads("manifests"))},
+      {"manifests/overlays/quota-daemonset", ObjectIds(KubectlReads("manifests/daemonset"))},
   };
   for (const auto& [dir, objects] : dirs) {
     std::string out = "/tmp/hp-kustomize-" + std::to_string(::getpid()) + ".yaml";
@@ -586,6 +588,8 @@ TEST_CASE("kustomize renders the base, the example overlay (which changes PV_DIR
     std::string rendered = Read(out);
     CHECK(Sorted(ObjectIds({out})) == Sorted(objects));  // no example, nothing of the other install
     std::remove(out.c_str());
+    // The quota overlays add SYS_ADMIN, which nothing else has.
+    CHECK((rendered.find("- SYS_ADMIN") != std::string::npos) == (dir.find("quota") != std::string::npos));
     if (dir == "manifests/overlays/example") {
       CHECK(rendered.find("/var/kubernetes") == std::string::npos);
       CHECK(rendered.find("/srv/volumes") != std::string::npos);
@@ -617,6 +621,7 @@ TEST_CASE("the optional classes in manifests/classes/ are ours and their paramet
   } rows[] = {
       {"manifests/classes/every-node.yaml", "hostpath-every-node", {{"NODE_NAME", "node-a"}}},
       {"manifests/classes/network-share.yaml", "hostpath-share", {{"ALLOWED_PV_DIRS", "/mnt/share"}}},
+      {"manifests/classes/enforced-size.yaml", "hostpath-enforced", {}},
   };
   for (const Row& r : rows) {
     INFO(r.file);

@@ -168,6 +168,8 @@ TEST_CASE("claims we cannot serve fail with a reason that says why", "[reconcile
       {"absurd", [](Claim& c) { c.storage_request = "1e30"; }, [](StorageClass&) {}, "\"1e30\" is too large"},
       {"bad namespace", [](Claim& c) { c.meta.namespace_ = "../etc"; }, [](StorageClass&) {}, "not a valid Kubernetes name"},
       {"bad uid path", [](Claim& c) { c.meta.uid = "../../x"; }, [](StorageClass&) {}, "not a valid Kubernetes name"},
+      {"bad quota", [](Claim&) {}, [](StorageClass& s) { s.parameters["quota"] = "yes"; },
+       "parameter quota=\"yes\" must be \"true\", \"auto\" or \"false\""},
   };
   for (const Row& r : rows) {
     Claim claim = OurClaim();
@@ -183,6 +185,20 @@ TEST_CASE("claims we cannot serve fail with a reason that says why", "[reconcile
   Action missing = DecideClaim(TestConfig(), OurClaim(), nullptr, nullptr);
   REQUIRE(missing.kind == Action::kFail);
   CHECK_THAT(missing.message, Catch::Contains("StorageClass \"hostpath\" not found"));
+}
+
+TEST_CASE("quota: the class parameter, else QUOTA, says whether the size is enforced", "[reconcile][quota]") {
+  Claim claim = OurClaim();
+  StorageClass sc = OurClass();
+  CHECK(DecideClaim(TestConfig(), claim, &sc, nullptr).quota == "false");
+  Config cfg = TestConfig();
+  cfg.quota = "auto";
+  CHECK(DecideClaim(cfg, claim, &sc, nullptr).quota == "auto");
+  sc.parameters["quota"] = "true";
+  Action a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.quota == "true");
+  CHECK(a.request_bytes == 1073741824);
 }
 
 TEST_CASE("class parameters set owner and mode", "[reconcile]") {
@@ -601,6 +617,7 @@ TEST_CASE("nodes: all is refused where it cannot work", "[reconcile][every]") {
       {{{"nodes", "all"}}, TestConfig(), "needs the provisioner on every node"},
       {{{"nodes", "all"}, {"volumeType", "local"}}, NodeConfig("node-a"), "do not go together"},
       {{{"nodes", "some"}}, NodeConfig("node-a"), "must be \"one\" or \"all\""},
+      {{{"nodes", "all"}, {"quota", "auto"}}, NodeConfig("node-a"), "quota=\"auto\" is not available with nodes=all"},
   };
   claim.meta.annotations[ann::kSelectedNode] = "node-a";
   for (const Row& r : rows) {

@@ -1,0 +1,407 @@
+// Enforced sizes: a volume directory whose size its filesystem limits (issue 32).
+//  - ext4 and XFS: the directory gets a project ID of its own (FS_IOC_FSSETXATTR, with the
+//    inherit flag, so that everything made inside is charged to it), and the project a hard
+//    block limit, set with quotactl_fd on the root (Linux 5.14+), so that no block device node
+//    is needed in the provisioner's pod.
+//  - btrfs: the directory is a subvolume, and its qgroup has a limit on referenced bytes.
+// Nothing here turns quotas on: where they are off, the error says how the administrator does
+// it. Filesystem layer: no Kubernetes types. Hand-written: no Debian library wraps these calls.
+#pragma once
+#include <linux/btrfs.h>
+#include <linux/dqblk_xfs.h>
+#include <linux/fs.h>
+#include <linux/magic.h>
+#include <linux/quota.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "fsops.hpp"
+#include "status.hpp"
+
+#ifndef SYS_quotactl_fd
+#define SYS_quotactl_fd 443  // the same number on every architecture
+#endif
+
+// How a root's filesystem enforces a volume's size.
+enum class QuotaMethod {
+  kNone,     // it cannot (why in QuotaSupport::why_not)
+  kProject,  // ext4 or XFS project quotas
+  kBtrfs,    // btrfs subvolume and qgroup
+};
+
+struct QuotaSupport {
+  QuotaMethod method = QuotaMethod::kNone;
+  std::string fs;       // "ext4", "xfs", "btrfs", or the filesystem's type number
+  std::string why_not;  // kNone: what is missing and how to fix it
+};
+
+// A volume directory made with a limit: how, and the ID the limit is kept under (the project
+// ID, or the subvolume's ID, which names its qgroup 0/ID).
+struct QuotaId {
+  QuotaMethod method = QuotaMethod::kNone;
+  uint64_t id = 0;
+};
+
+namespace quota_detail {
+
+constexpr int kFirstProjectId = 1000000;   // above the IDs admins write by hand into /etc/projid
+constexpr int kProjectIdSpan = 1000000000;
+constexpr uint64_t kBtrfsSubvolumeIno = 256;  // BTRFS_FIRST_FREE_OBJECTID: a subvolume's root
+constexpr int kCapSysAdmin = 21;
+
+inline int Quotactl(int fd, int cmd, unsigned id, void* addr) {
+  return static_cast<int>(syscall(SYS_quotactl_fd, fd, QCMD(cmd, PRJQUOTA), id, addr));
+}
+
+// Is the kernel at least major.minor?
+inline bool KernelAtLeast(int major, int minor) {
+  struct utsname u {};
+  int a = 0, b = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &a, &b) != 2) return true;  // cannot tell: try
+  return a > major || (a == major && b >= minor);
+}
+
+// Does this process have CAP_SYS_ADMIN in its effective set? (/proc/self/status, CapEff)
+inline bool HasSysAdmin() {
+  FILE* f = std::fopen("/proc/self/status", "re");
+  if (f == nullptr) return true;  // cannot tell: the call will say
+  char line[256];
+  unsigned long long caps = ~0ULL;
+  while (std::fgets(line, sizeof line, f) != nullptr)
+    if (std::sscanf(line, "CapEff: %llx", &caps) == 1) break;
+  std::fclose(f);
+  return (caps >> kCapSysAdmin) & 1;
+}
+
+// The mount point and device of the mount holding `fd`, for advice ("" when not found).
+inline void MountOf(int fd, std::string* mount_point, std::string* device) {
+  struct statx sx {};
+  if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) != 0 || !(sx.stx_mask & STATX_MNT_ID)) return;
+  FILE* f = std::fopen("/proc/self/mountinfo", "re");
+  if (f == nullptr) return;
+  char* line = nullptr;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    // "36 35 98:0 / /mnt/data rw,noatime shared:1 - ext4 /dev/sdb1 rw": id, ..., mount point
+    // fifth, and after " - " the type and the source.
+    unsigned long long id = 0;
+    char mp[4096], type[64], source[4096];
+    const char* dash = std::strstr(line, " - ");
+    if (dash == nullptr || std::sscanf(line, "%llu %*s %*s %*s %4095s", &id, mp) != 2 || id != sx.stx_mnt_id) continue;
+    if (std::sscanf(dash + 3, "%63s %4095s", type, source) == 2) *device = fsops_detail::UnescapeMountPath(source);
+    *mount_point = fsops_detail::UnescapeMountPath(mp);
+    break;
+  }
+  free(line);
+  std::fclose(f);
+}
+
+inline std::string Or(const std::string& s, const char* otherwise) { return s.empty() ? otherwise : s; }
+
+inline QuotaSupport ProbeProject(int root_fd, const std::string& fs) {
+  QuotaSupport q;
+  q.fs = fs;
+  std::string mp, dev;
+  MountOf(root_fd, &mp, &dev);
+  const std::string at = Or(mp, "its mount point");
+  if (!KernelAtLeast(5, 14)) {
+    q.why_not = "this kernel is older than Linux 5.14, which enforcing sizes needs (quotactl_fd: limits set "
+                "without the disk's device node); upgrade the node's kernel";
+    return q;
+  }
+  fs_quota_statv sv {};
+  sv.qs_version = FS_QSTATV_VERSION1;
+  if (Quotactl(root_fd, Q_XGETQSTATV, 0, &sv) != 0) {
+    const int e = errno;
+    // XFS answers ENOSYS both when mounted without quotas and when built without them.
+    if (e == ENOSYS && fs == "xfs")
+      q.why_not = "XFS at " + at + " is not mounted with project quotas: add prjquota to its mount options (in "
+                  "/etc/fstab; for the root filesystem, rootflags=prjquota on the kernel command line) and mount it "
+                  "again (the kernel needs XFS quota support, CONFIG_XFS_QUOTA, as distribution kernels have)";
+    else if (e == ENOSYS)
+      q.why_not = "this kernel was built without quota support for ext4 (CONFIG_QUOTA, CONFIG_QFMT_V2); use a distribution kernel";
+    else
+      q.why_not = "cannot read the project quota state of " + at + ": " + std::strerror(e);
+    return q;
+  }
+  const bool accounted = sv.qs_flags & FS_QUOTA_PDQ_ACCT, enforced = sv.qs_flags & FS_QUOTA_PDQ_ENFD;
+  if (fs == "xfs" && !accounted) {
+    q.why_not = "XFS at " + at + " is not mounted with project quotas: add prjquota to its mount options (in "
+                "/etc/fstab; for the root filesystem, rootflags=prjquota on the kernel command line) and mount it again";
+  } else if (fs == "xfs" && !enforced) {
+    q.why_not = "XFS at " + at + " accounts project quotas but does not enforce them (pqnoenforce): mount it with prjquota";
+  } else if (!accounted) {
+    q.why_not = "ext4 at " + at + " needs the project and quota features: unmount it, run tune2fs -O project,quota -Q prjquota " +
+                Or(dev, "<device>") + ", and mount it with -o prjquota (in /etc/fstab too)";
+  } else if (!enforced) {
+    q.why_not = "ext4 at " + at + " counts project quotas but does not enforce them: mount it with -o prjquota (in /etc/fstab too)";
+  } else if (!HasSysAdmin()) {
+    q.why_not = "setting quota limits needs the capability CAP_SYS_ADMIN, which the provisioner's container lacks: "
+                "install it with kubectl apply -k manifests/overlays/quota (or quota-daemonset), which adds SYS_ADMIN";
+  } else {
+    q.method = QuotaMethod::kProject;
+  }
+  return q;
+}
+
+inline QuotaSupport ProbeBtrfs(int root_fd) {
+  QuotaSupport q;
+  q.fs = "btrfs";
+  std::string mp, dev;
+  MountOf(root_fd, &mp, &dev);
+  btrfs_ioctl_fs_info_args info {};
+  if (ioctl(root_fd, BTRFS_IOC_FS_INFO, &info) != 0) {
+    q.why_not = std::string("cannot read the btrfs filesystem's identity: ") + std::strerror(errno);
+    return q;
+  }
+  char uuid[40];
+  const unsigned char* u = info.fsid;
+  std::snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+                u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  struct stat st {};
+  const std::string sys = std::string("/sys/fs/btrfs/") + uuid;
+  // The qgroups folder is there while quotas are enabled; without /sys, the limit will say.
+  if (stat(sys.c_str(), &st) == 0 && stat((sys + "/qgroups").c_str(), &st) != 0) {
+    q.why_not = "btrfs quotas (qgroups) are off on " + Or(mp, "the root's filesystem") +
+                ": an administrator turns them on with btrfs quota enable " + Or(mp, "<mount point>") +
+                " (this provisioner never does: it costs some write speed on the whole filesystem)";
+  } else if (!HasSysAdmin()) {
+    q.why_not = "setting qgroup limits needs the capability CAP_SYS_ADMIN, which the provisioner's container lacks: "
+                "install it with kubectl apply -k manifests/overlays/quota (or quota-daemonset), which adds SYS_ADMIN";
+  } else {
+    q.method = QuotaMethod::kBtrfs;
+  }
+  return q;
+}
+
+// The 64-bit FNV-1a hash of s: where a volume's search for a free project ID starts.
+inline uint64_t Hash(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+// What project `id` holds: its usage and limits (zero for an ID never used).
+inline int GetProject(int root_fd, unsigned id, if_dqblk* q) {
+  *q = if_dqblk{};
+  if (Quotactl(root_fd, Q_GETQUOTA, id, q) == 0) return 0;
+  return errno == ENOENT || errno == ESRCH ? 0 : errno;  // XFS: ENOENT for an ID never used
+}
+
+inline int GetProjectOf(int dir_fd, unsigned* id) {
+  fsxattr fa {};
+  if (ioctl(dir_fd, FS_IOC_FSGETXATTR, &fa) != 0) return errno;
+  *id = fa.fsx_projid;
+  return 0;
+}
+
+inline int SetProjectOf(int dir_fd, unsigned id) {
+  fsxattr fa {};
+  if (ioctl(dir_fd, FS_IOC_FSGETXATTR, &fa) != 0) return errno;
+  fa.fsx_projid = id;
+  fa.fsx_xflags = id != 0 ? fa.fsx_xflags | FS_XFLAG_PROJINHERIT : fa.fsx_xflags & ~FS_XFLAG_PROJINHERIT;
+  return ioctl(dir_fd, FS_IOC_FSSETXATTR, &fa) == 0 ? 0 : errno;
+}
+
+// Bytes rounded up to whole filesystem blocks.
+inline uint64_t RoundUp(uint64_t bytes, uint64_t block) { return block == 0 ? bytes : (bytes + block - 1) / block * block; }
+
+}  // namespace quota_detail
+
+// Can the root's filesystem enforce sizes, and how? Looks, changes nothing.
+inline QuotaSupport ProbeQuota(const Root& root) {
+  struct statfs sf {};
+  if (fstatfs(root.fd(), &sf) != 0)
+    return {QuotaMethod::kNone, "", "cannot tell the filesystem of " + root.path() + ": " + std::strerror(errno)};
+  switch (static_cast<unsigned long>(sf.f_type)) {
+    case EXT4_SUPER_MAGIC: return quota_detail::ProbeProject(root.fd(), "ext4");
+    case XFS_SUPER_MAGIC: return quota_detail::ProbeProject(root.fd(), "xfs");
+    case BTRFS_SUPER_MAGIC: return quota_detail::ProbeBtrfs(root.fd());
+    default: break;
+  }
+  char type[32];
+  std::snprintf(type, sizeof type, "0x%lx", static_cast<unsigned long>(sf.f_type));
+  const std::string name = sf.f_type == TMPFS_MAGIC ? "tmpfs" : sf.f_type == NFS_SUPER_MAGIC ? "NFS" : type;
+  return {QuotaMethod::kNone, name,
+          root.path() + " is on " + name + ", which cannot enforce a volume's size: only ext4 and XFS (project quotas) "
+          "and btrfs (qgroups) can"};
+}
+
+// The limits of volumes on one root. Thread-safe (no state); two calls on the same name at
+// once race like any two processes would (the caller serialises, as for Root).
+class QuotaLimits {
+ public:
+  explicit QuotaLimits(const Root& root) : root_(root) {}
+
+  // Makes root/name, as Root::MakeDir does (mode, owner), limited to `bytes`, by `method`
+  // (from ProbeQuota). `seed` (the volume's name) spreads the project IDs. Idempotent: a
+  // directory made by an earlier attempt keeps its ID, and gets the limit again.
+  Result<QuotaId> Make(QuotaMethod method, const std::string& name, unsigned mode, int uid, int gid, uint64_t bytes,
+                       const std::string& seed) const {
+    if (method == QuotaMethod::kBtrfs) return MakeSubvolume(name, mode, uid, gid, bytes);
+    if (method != QuotaMethod::kProject) return Status::Invalid("no quota method to make " + name + " with");
+    if (Status s = root_.MakeDir(name, mode, uid, gid); !s.ok()) return s;
+    fsops_detail::Fd dir(Open(name));
+    if (dir.get() < 0) return Posix("open", name, errno);
+    Result<unsigned> id = AssignProject(dir.get(), name, seed);
+    if (!id.ok()) return id.status();
+    if (Status s = SetLimit({QuotaMethod::kProject, *id}, name, bytes); !s.ok()) return s;
+    return QuotaId{QuotaMethod::kProject, *id};
+  }
+
+  // Sets the volume's limit to `bytes` (rounded up to whole blocks), e.g. when it grows.
+  Status SetLimit(const QuotaId& q, const std::string& name, uint64_t bytes) const {
+    if (q.method == QuotaMethod::kBtrfs) {
+      fsops_detail::Fd dir(Open(name));
+      if (dir.get() < 0) return Posix("open", name, errno);
+      btrfs_ioctl_qgroup_limit_args limit {};
+      limit.qgroupid = 0;  // the subvolume of the descriptor
+      limit.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+      limit.lim.max_rfer = quota_detail::RoundUp(bytes, BlockSize());
+      if (ioctl(dir.get(), BTRFS_IOC_QGROUP_LIMIT, &limit) != 0)
+        return Posix("set the qgroup limit of", name, errno, errno == ENOTCONN ? "btrfs quotas are off (btrfs quota enable)" : "");
+      return Status::Ok();
+    }
+    if_dqblk d {};
+    d.dqb_bhardlimit = quota_detail::RoundUp(bytes, BlockSize()) / QIF_DQBLKSIZE;
+    d.dqb_valid = QIF_BLIMITS;
+    if (quota_detail::Quotactl(root_.fd(), Q_SETQUOTA, static_cast<unsigned>(q.id), &d) != 0)
+      return Posix("set the limit of project " + std::to_string(q.id) + " for", name, errno);
+    return Status::Ok();
+  }
+
+  // After the volume's directory is gone: its project's limits are cleared, so that the ID
+  // can serve again once nothing is charged to it (a btrfs qgroup goes with its subvolume, or
+  // later if the filesystem still counts the removed data: then it is left, harmless).
+  Status Release(const QuotaId& q) const {
+    if (q.method == QuotaMethod::kBtrfs) {
+      btrfs_ioctl_qgroup_create_args destroy {};
+      destroy.create = 0;
+      destroy.qgroupid = q.id;
+      ioctl(root_.fd(), BTRFS_IOC_QGROUP_CREATE, &destroy);
+      return Status::Ok();
+    }
+    if_dqblk d {};
+    d.dqb_valid = QIF_LIMITS;
+    if (quota_detail::Quotactl(root_.fd(), Q_SETQUOTA, static_cast<unsigned>(q.id), &d) != 0)
+      return Posix("clear the limits of project " + std::to_string(q.id) + " under", "", errno);
+    return Status::Ok();
+  }
+
+  // The limit root/name is under, read from the directory itself (never from what a PV says): a
+  // btrfs subvolume, a project ID of ours, or none (a plain directory, or one in a project of
+  // the administrator's).
+  Result<QuotaId> Of(const std::string& name) const {
+    fsops_detail::Fd dir(Open(name));
+    if (dir.get() < 0) return Posix("open", name, errno);
+    fsops_detail::DirId root_id, id;
+    if (int e = fsops_detail::GetDirId(root_.fd(), &root_id); e != 0) return Posix("stat", "", e);
+    if (int e = fsops_detail::GetDirId(dir.get(), &id); e != 0) return Posix("stat", name, e);
+    if (fsops_detail::IsSubvolumeIn(root_id, id, dir.get())) {
+      btrfs_ioctl_ino_lookup_args lookup {};
+      lookup.objectid = quota_detail::kBtrfsSubvolumeIno;
+      if (ioctl(dir.get(), BTRFS_IOC_INO_LOOKUP, &lookup) != 0) return Posix("look up the subvolume ID of", name, errno);
+      return QuotaId{QuotaMethod::kBtrfs, lookup.treeid};
+    }
+    unsigned project = 0;
+    if (quota_detail::GetProjectOf(dir.get(), &project) != 0 || project < static_cast<unsigned>(quota_detail::kFirstProjectId))
+      return QuotaId{};
+    return QuotaId{QuotaMethod::kProject, project};
+  }
+
+  // Bytes and inodes charged to project `id` (ext4, XFS).
+  Status ProjectUsage(unsigned id, uint64_t* bytes, uint64_t* inodes) const {
+    if_dqblk d {};
+    if (int e = quota_detail::GetProject(root_.fd(), id, &d); e != 0) return Posix("read project " + std::to_string(id) + " under", "", e);
+    *bytes = d.dqb_curspace;
+    *inodes = d.dqb_curinodes;
+    return Status::Ok();
+  }
+
+ private:
+  // Gives the directory a project ID of its own, or finds the one an earlier attempt gave it.
+  // The ID: from a start that `seed` picks, the first one that nothing is charged to and that
+  // has no limits. Why two volumes never share one, whatever instances run at once: every
+  // allocator gives the ID to its directory first and reads the project's usage after, so of
+  // two directories given one ID at the same time the later reader sees two inodes, gives its
+  // directory back to project 0 and goes on to the next ID (both may: they both move on). An
+  // ID still charged to files (of a volume whose removal failed, or of anything else) has
+  // usage, and one whose volume went but whose limits stayed (a crash between the two) has
+  // limits: neither is taken. The filesystem's own accounting is the only record, so there is
+  // nothing to lose across restarts.
+  Result<unsigned> AssignProject(int dir_fd, const std::string& name, const std::string& seed) const {
+    using namespace quota_detail;
+    unsigned mine = 0;
+    if (int e = GetProjectOf(dir_fd, &mine); e != 0) return Posix("read the project ID of", name, e);
+    // An earlier attempt's; a lower ID was inherited from the root (an administrator's project)
+    // and is replaced: a file counts against one project only.
+    if (mine >= static_cast<unsigned>(kFirstProjectId)) return mine;
+    const uint64_t start = Hash(seed) % kProjectIdSpan;
+    for (uint64_t i = 0; i < 1000; ++i) {
+      const unsigned id = static_cast<unsigned>(kFirstProjectId + (start + i) % kProjectIdSpan);
+      if_dqblk d {};
+      if (int e = GetProject(root_.fd(), id, &d); e != 0) return Posix("read project " + std::to_string(id) + " for", name, e);
+      if (d.dqb_curinodes != 0 || d.dqb_curspace != 0 || d.dqb_bhardlimit != 0 || d.dqb_bsoftlimit != 0 ||
+          d.dqb_ihardlimit != 0 || d.dqb_isoftlimit != 0)
+        continue;
+      if (int e = SetProjectOf(dir_fd, id); e != 0)
+        return Posix("set the project ID of", name, e,
+                     e == EINVAL ? "the provisioner must run in the host's user namespace" :
+                     e == EOPNOTSUPP ? "the filesystem lacks the project feature (ext4: tune2fs -O project)" : "");
+      if (int e = GetProject(root_.fd(), id, &d); e != 0) return Posix("read project " + std::to_string(id) + " for", name, e);
+      if (d.dqb_curinodes == 1) return id;
+      SetProjectOf(dir_fd, 0);  // another directory took it at the same moment
+    }
+    return Status::Error("no free project ID found for " + root_.path() + "/" + name + " after 1000 tries");
+  }
+
+  Result<QuotaId> MakeSubvolume(const std::string& name, unsigned mode, int uid, int gid, uint64_t bytes) const {
+    if (!Root::ValidName(name)) return Status::Invalid("invalid directory name \"" + name + "\"");
+    btrfs_ioctl_vol_args_v2 args {};
+    std::snprintf(args.name, sizeof args.name, "%s", name.c_str());
+    if (ioctl(root_.fd(), BTRFS_IOC_SUBVOL_CREATE_V2, &args) != 0 && errno != EEXIST)
+      return Posix("create the btrfs subvolume", name, errno);
+    fsops_detail::Fd dir(Open(name));
+    if (dir.get() < 0) return Posix("open", name, errno);
+    struct stat st {};
+    if (fstat(dir.get(), &st) != 0) return Posix("stat", name, errno);
+    if (st.st_ino != quota_detail::kBtrfsSubvolumeIno)
+      return Status(Status::kConflict, root_.path() + "/" + name + " exists and is a plain directory, not a subvolume; left as it is");
+    btrfs_ioctl_ino_lookup_args lookup {};
+    lookup.objectid = quota_detail::kBtrfsSubvolumeIno;
+    if (ioctl(dir.get(), BTRFS_IOC_INO_LOOKUP, &lookup) != 0) return Posix("look up the subvolume ID of", name, errno);
+    if ((uid != -1 || gid != -1) && fchown(dir.get(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0)
+      return Posix("chown", name, errno);
+    if (fchmod(dir.get(), static_cast<mode_t>(mode)) != 0) return Posix("chmod", name, errno);
+    QuotaId q{QuotaMethod::kBtrfs, lookup.treeid};
+    if (Status s = SetLimit(q, name, bytes); !s.ok()) return s;
+    return q;
+  }
+
+  int Open(const std::string& name) const { return openat(root_.fd(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }
+
+  uint64_t BlockSize() const {
+    struct statfs sf {};
+    return fstatfs(root_.fd(), &sf) == 0 && sf.f_bsize > 0 ? static_cast<uint64_t>(sf.f_bsize) : 4096;
+  }
+
+  // A failed call as a Status naming the path; EPERM says which capability is missing.
+  Status Posix(const std::string& what, const std::string& name, int err, std::string hint = "") const {
+    Status s = PosixError(what + " " + (name.empty() ? root_.path() : root_.path() + "/" + name), err);
+    if (hint.empty() && err == EPERM)
+    hint = "the provisioner's container needs the capability SYS_ADMIN (kubectl apply -k manifests/overlays/quota)";
+    return hint.empty() ? s : Status(s.code(), s.message() + "; " + hint, err);
+  }
+
+  const Root& root_;
+};

@@ -1,0 +1,190 @@
+// End to end: enforced sizes (class parameter quota) with the real binary, on a btrfs
+// filesystem in a loop device (qgroups), and on roots that cannot enforce a size. Needs root;
+// ext4 and XFS project quotas are checked at the filesystem layer in unit_quota (in a virtual
+// machine where this kernel lacks them).
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+
+#include "harness.hpp"
+#include "loopfs.hpp"
+#include "reconcile.hpp"
+#include "tmpfs.hpp"
+
+using namespace harness;
+
+namespace {
+
+constexpr const char* kClaims = "/api/v1/namespaces/default/persistentvolumeclaims/";
+
+std::string QuotaClass(const std::string& name, const std::string& quota) {
+  return ClassYaml(name, "Delete", "hostpath-provisioner.io/hostpath", "  quota: \"" + quota + "\"\n") +
+         "allowVolumeExpansion: true\n";
+}
+
+bool HasEvent(FakeApi& api, const std::string& claim, const std::string& reason, const std::string& part) {
+  for (const auto& e : api.EventsAbout("default", claim))
+    if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) return true;
+  return false;
+}
+int CountReason(FakeApi& api, const std::string& claim, const std::string& reason) {
+  int n = 0;
+  for (const auto& e : api.EventsAbout("default", claim))
+    if (e.get("reason").to_str() == reason) n += static_cast<int>(e.get("count").is<double>() ? e.get("count").get<double>() : 1);
+  return n;
+}
+
+// The claim's volume directory, from its PV.
+std::string VolumeDir(FakeApi& api, const std::string& claim) {
+  const picojson::value pv = api.Volume(api.Claim("default", claim).get("spec").get("volumeName").to_str());
+  return pv.get("spec").get("hostPath").get("path").to_str();
+}
+std::string QuotaOf(FakeApi& api, const std::string& claim) {
+  const picojson::value pv = api.Volume(api.Claim("default", claim).get("spec").get("volumeName").to_str());
+  const picojson::value& q = pv.get("metadata").get("annotations").get(ann::kQuota);
+  return q.is<std::string>() ? q.get<std::string>() : "";
+}
+
+Reply AskFor(FakeApi& api, const std::string& claim, const std::string& size) {
+  return api.Call("PATCH", kClaims + claim, R"({"spec":{"resources":{"requests":{"storage":")" + size + R"("}}}})",
+                  "application/merge-patch+json");
+}
+
+#define REQUIRE_MOUNTED(fs)        \
+  if (!(fs).mounted) {             \
+    WARN("SKIPPED: " << (fs).why); \
+    return;                        \
+  }
+
+}  // namespace
+
+TEST_CASE("quota true on btrfs with qgroups: the claim's size is a hard limit that grows with the claim and goes with it",
+          "[e2e][quota]") {
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(QuotaClass("limited", "true"));
+  Provisioner p(api, fs.dir);
+  api.CreateYaml(ClaimYaml("default", "db", "limited", "4Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound"; }));
+  const std::string dir = VolumeDir(api, "db");
+  struct stat st {};
+  REQUIRE(stat(dir.c_str(), &st) == 0);
+  CHECK(st.st_ino == 256);  // a subvolume
+  CHECK(QuotaOf(api, "db").rfind("btrfs subvolume ", 0) == 0);
+  CHECK(HasEvent(api, "db", "ProvisioningSucceeded", "size enforced (btrfs subvolume "));
+
+  auto [written, err] = Fill(dir + "/data", 16 * kMiB);
+  INFO("wrote " << written << " bytes; log:\n" << p.Log());
+  CHECK(err == EDQUOT);
+  CHECK(written <= 4 * kMiB);
+
+  REQUIRE(AskFor(api, "db", "12Mi").code == 200);
+  REQUIRE(Eventually([&] { return HasEvent(api, "db", "VolumeResizeSuccessful", ""); }));
+  auto [more, err2] = Fill(dir + "/more", 4 * kMiB);
+  CHECK(err2 == 0);
+  CHECK(more == 4 * kMiB);
+
+  REQUIRE(api.Delete(kClaims + std::string("db")).code == 200);
+  REQUIRE(Eventually([&] { return !Exists(dir); }));
+  CHECK(ListDir(fs.dir).empty());
+  CHECK(api.Denials().empty());
+}
+
+TEST_CASE("quota true where the root cannot enforce it: ProvisioningFailed says what to do, and nothing is made",
+          "[e2e][quota]") {
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(QuotaClass("limited", "true"));
+  Provisioner p(api, fs.dir);
+  api.CreateYaml(ClaimYaml("default", "db", "limited", "4Mi"));
+  REQUIRE(Eventually([&] {
+    return HasEvent(api, "db", "ProvisioningFailed",
+                    "the size cannot be enforced (class parameter quota: \"true\"): btrfs quotas (qgroups) are off on " +
+                        fs.dir + ": an administrator turns them on with btrfs quota enable " + fs.dir);
+  }));
+  CHECK(Phase(api.Claim("default", "db")) == "Pending");
+  CHECK(ListDir(fs.dir).empty());
+  // Still off: the provisioner never turns them on.
+  CHECK(LoopFs::Sh("btrfs qgroup show " + fs.dir + " >/dev/null 2>&1") != 0);
+  // Once the administrator does, the claim binds (retried with backoff).
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound"; }, std::chrono::seconds(60)));
+  CHECK(QuotaOf(api, "db").rfind("btrfs subvolume ", 0) == 0);
+}
+
+TEST_CASE("quota auto where the root cannot enforce it: bound as before, with one Normal event saying why", "[e2e][quota]") {
+  TempDir tmp;
+  Tmpfs fs(tmp.path() + "/pv", "16m");
+  if (!fs.mounted) return;
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(QuotaClass("maybe", "auto"));
+  api.CreateYaml(QuotaClass("never", "false"));
+  Provisioner p(api, fs.dir);
+  api.CreateYaml(ClaimYaml("default", "a", "maybe", "1Mi"));
+  api.CreateYaml(ClaimYaml("default", "b", "never", "1Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "a")) == "Bound" && Phase(api.Claim("default", "b")) == "Bound"; }));
+  REQUIRE(Eventually([&] { return CountReason(api, "a", "SizeNotEnforced") == 1; }));
+  CHECK(HasEvent(api, "a", "SizeNotEnforced",
+                 "the size 1Mi is not enforced (class parameter quota: \"auto\"): " + fs.dir +
+                     " is on tmpfs, which cannot enforce a volume's size"));
+  CHECK(CountReason(api, "b", "SizeNotEnforced") == 0);
+  CHECK(QuotaOf(api, "a").empty());
+}
+
+TEST_CASE("a volume whose recorded limit was changed on its PV touches no other volume's limit", "[e2e][quota]") {
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(QuotaClass("limited", "true"));
+  Provisioner p(api, fs.dir);
+  api.CreateYaml(ClaimYaml("default", "mine", "limited", "4Mi"));
+  api.CreateYaml(ClaimYaml("default", "theirs", "limited", "2Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "mine")) == "Bound" && Phase(api.Claim("default", "theirs")) == "Bound"; }));
+  const std::string theirs = VolumeDir(api, "theirs");
+  // Someone allowed to edit PVs points mine's record at theirs, then grows and deletes mine.
+  const std::string pv = api.Claim("default", "mine").get("spec").get("volumeName").to_str();
+  REQUIRE(api.Call("PATCH", "/api/v1/persistentvolumes/" + pv,
+                   R"({"metadata":{"annotations":{")" + std::string(ann::kQuota) + R"(":")" + QuotaOf(api, "theirs") + R"("}}})",
+                   "application/merge-patch+json")
+              .code == 200);
+  REQUIRE(AskFor(api, "mine", "64Mi").code == 200);
+  REQUIRE(Eventually([&] { return HasEvent(api, "mine", "VolumeResizeFailed", "but its PersistentVolume says btrfs subvolume"); }));
+  REQUIRE(api.Delete(kClaims + std::string("mine")).code == 200);
+  REQUIRE(Eventually([&] { return ListDir(fs.dir).size() == 1; }));
+  // Theirs keeps its 2 MiB limit.
+  auto [written, err] = Fill(theirs + "/data", 16 * kMiB);
+  CHECK(err == EDQUOT);
+  CHECK(written <= 2 * kMiB);
+}
+
+TEST_CASE("quota true without the SYS_ADMIN capability: the event says which install adds it", "[e2e][quota]") {
+  TempDir tmp;
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  if (LoopFs::Sh("test -x /usr/bin/setpriv") != 0) {
+    WARN("SKIPPED: setpriv (util-linux) is not installed");
+    return;
+  }
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(QuotaClass("limited", "true"));
+  // As in the shipped install, whose capabilities leave SYS_ADMIN out.
+  Provisioner p(api, fs.dir, {}, {}, {"/usr/bin/setpriv", "--bounding-set", "-sys_admin"});
+  api.CreateYaml(ClaimYaml("default", "db", "limited", "4Mi"));
+  INFO(p.Log());
+  REQUIRE(Eventually([&] {
+    return HasEvent(api, "db", "ProvisioningFailed", "lacks: install it with kubectl apply -k manifests/overlays/quota");
+  }));
+  CHECK(ListDir(fs.dir).empty());
+  CHECK(Phase(api.Claim("default", "db")) == "Pending");
+}

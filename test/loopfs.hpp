@@ -1,0 +1,99 @@
+// A filesystem made in an image file and mounted through a loop device, for as long as the
+// test's object lives: ext4, XFS or btrfs, with the options a test asks for. Needs root, loop
+// devices and the mkfs tool: otherwise `mounted` is false and `why` says what is missing (the
+// test then skips with that message).
+#pragma once
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <utility>
+
+namespace harness {
+
+struct LoopFs {
+  std::string dir, image, why;
+  bool mounted = false;
+
+  // type: "ext4", "xfs" or "btrfs"; mkfs_args and mount_options as the tools take them.
+  LoopFs(const std::string& at, const std::string& type, const std::string& size, const std::string& mkfs_args = "",
+         const std::string& mount_options = "")
+      : dir(at), image(at + ".img") {
+    if (geteuid() != 0) {
+      why = "needs root (loop devices, mount)";
+      return;
+    }
+    ::mkdir(dir.c_str(), 0755);
+    const std::string mkfs = "mkfs." + type;
+    if (Sh("command -v " + mkfs + " >/dev/null") != 0) {
+      why = mkfs + " is not installed";
+      return;
+    }
+    if (Sh("truncate -s " + size + " " + image + " && " + mkfs + " -q " + (type == "ext4" ? "-F " : "-f ") + mkfs_args +
+           " " + image + " >/dev/null 2>&1") != 0) {
+      why = mkfs + " " + mkfs_args + " failed";
+      return;
+    }
+    const std::string opts = "loop" + (mount_options.empty() ? "" : "," + mount_options);
+    if (Sh("mount -o " + opts + " " + image + " " + dir + " 2>/dev/null") != 0) {
+      why = "this kernel cannot mount " + type + " with -o " + opts + " (see dmesg)";
+      return;
+    }
+    mounted = true;
+  }
+  ~LoopFs() {
+    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
+    ::unlink(image.c_str());
+    ::rmdir(dir.c_str());
+  }
+  LoopFs(const LoopFs&) = delete;
+  LoopFs& operator=(const LoopFs&) = delete;
+
+  static int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+};
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// Writes zeros to `path` until `limit` bytes or an error, as user 1000: a pod's user, without
+// the CAP_SYS_RESOURCE that lets root past ext4's limits. Returns what was written and the
+// error (0 if none). fsync'd every MiB, so that delayed allocation meets the limit.
+inline std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit) {
+  int result[2];
+  if (pipe(result) != 0) return {0, errno};
+  pid_t pid = fork();
+  if (pid == 0) {
+    uint64_t out[2] = {0, 0};
+    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) out[1] = errno;
+    int fd = out[1] != 0 ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0 && out[1] == 0) out[1] = errno;
+    static char chunk[64 * 1024];
+    while (fd >= 0 && out[0] < limit) {
+      ssize_t n = write(fd, chunk, sizeof chunk);
+      if (n < 0) {
+        out[1] = errno;
+        break;
+      }
+      out[0] += static_cast<uint64_t>(n);
+      if (out[0] % kMiB == 0 && fsync(fd) != 0) {
+        out[1] = errno;
+        break;
+      }
+    }
+    if (fd >= 0 && out[1] == 0 && fsync(fd) != 0) out[1] = errno;
+    _exit(write(result[1], out, sizeof out) == sizeof out ? 0 : 1);
+  }
+  close(result[1]);
+  uint64_t got[2] = {0, EIO};
+  if (pid < 0 || read(result[0], got, sizeof got) != sizeof got) got[1] = EIO;
+  close(result[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return {got[0], static_cast<int>(got[1])};
+}
+
+}  // namespace harness
