@@ -56,17 +56,29 @@ Reply AskFor(FakeApi& api, const std::string& claim, const std::string& size) {
     return;                        \
   }
 
+// A btrfs root in a loop device, with qgroups on if asked, and a fake API server with the
+// class "limited" (quota "true").
+struct Btrfs {
+  TempDir tmp;
+  LoopFs fs;
+  std::unique_ptr<FakeApi> api;
+  explicit Btrfs(bool qgroups) : fs((chmod(tmp.path().c_str(), 0755), tmp.path() + "/pv"), "btrfs", "300M") {
+    // (the chmod: Fill writes as user 1000)
+    if (!fs.mounted) return;
+    if (qgroups) REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+    api = std::make_unique<FakeApi>(tmp.path() + "/api");
+    api->CreateYaml(QuotaClass("limited", "true"));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("quota true on btrfs with qgroups: the claim's size is a hard limit that grows with the claim and goes with it",
           "[e2e][quota]") {
-  TempDir tmp;
-  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  REQUIRE_MOUNTED(fs);
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
-  api.CreateYaml(QuotaClass("limited", "true"));
+  Btrfs b(true);
+  REQUIRE_MOUNTED(b.fs);
+  FakeApi& api = *b.api;
+  const LoopFs& fs = b.fs;
   Provisioner p(api, fs.dir);
   api.CreateYaml(ClaimYaml("default", "db", "limited", "4Mi"));
   REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound"; }));
@@ -139,13 +151,10 @@ TEST_CASE("quota auto where the root cannot enforce it: bound as before, with on
 }
 
 TEST_CASE("a volume whose recorded limit was changed on its PV touches no other volume's limit", "[e2e][quota]") {
-  TempDir tmp;
-  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  REQUIRE_MOUNTED(fs);
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
-  api.CreateYaml(QuotaClass("limited", "true"));
+  Btrfs b(true);
+  REQUIRE_MOUNTED(b.fs);
+  FakeApi& api = *b.api;
+  const LoopFs& fs = b.fs;
   Provisioner p(api, fs.dir);
   api.CreateYaml(ClaimYaml("default", "mine", "limited", "4Mi"));
   api.CreateYaml(ClaimYaml("default", "theirs", "limited", "2Mi"));
@@ -168,16 +177,14 @@ TEST_CASE("a volume whose recorded limit was changed on its PV touches no other 
 }
 
 TEST_CASE("quota true without the SYS_ADMIN capability: the event says which install adds it", "[e2e][quota]") {
-  TempDir tmp;
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  REQUIRE_MOUNTED(fs);
   if (LoopFs::Sh("test -x /usr/bin/setpriv") != 0) {
     WARN("SKIPPED: setpriv (util-linux) is not installed");
     return;
   }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
-  api.CreateYaml(QuotaClass("limited", "true"));
+  Btrfs b(true);
+  REQUIRE_MOUNTED(b.fs);
+  FakeApi& api = *b.api;
+  const LoopFs& fs = b.fs;
   // As in the shipped install, whose capabilities leave SYS_ADMIN out.
   Provisioner p(api, fs.dir, {}, {}, {"/usr/bin/setpriv", "--bounding-set", "-sys_admin"});
   api.CreateYaml(ClaimYaml("default", "db", "limited", "4Mi"));

@@ -54,6 +54,15 @@ Root OpenRoot(const std::string& path) {
 // A quota's refusal: EDQUOT, or ENOSPC, which XFS answers for a project's limit.
 bool OverQuota(int err) { return err == EDQUOT || err == ENOSPC; }
 
+// A writer (user 1000) filling `path` is stopped by the limit, within its last MiB.
+void StoppedAt(const std::string& path, uint64_t limit) {
+  auto [written, err] = Fill(path, 4 * limit);
+  INFO("wrote " << written << " bytes to " << path);
+  CHECK(OverQuota(err));
+  CHECK(written <= limit);
+  CHECK(written >= limit - kMiB);
+}
+
 #define REQUIRE_MOUNTED(fs)        \
   if (!(fs).mounted) {             \
     WARN("SKIPPED: " << (fs).why); \
@@ -131,11 +140,7 @@ TEST_CASE("btrfs with quotas on: a volume is a subvolume whose size is a hard li
   CHECK(st.st_uid == 1000);
   CHECK(st.st_gid == 1000);
 
-  auto [written, err] = Fill(vol + "/data", 16 * kMiB);
-  INFO("wrote " << written << " bytes");
-  CHECK(OverQuota(err));
-  CHECK(written <= 4 * kMiB);
-  CHECK(written >= 3 * kMiB);
+  StoppedAt(vol + "/data", 4 * kMiB);
 
   // Made again (a retry): the same subvolume, the same ID, the data kept.
   Result<QuotaId> again = limits.Make(q.method, "ns-claim-pvc-1", 02770, 1000, 1000, 4 * kMiB, "pvc-1");
@@ -238,11 +243,7 @@ void EnforcesSizes(const std::string& name, const std::string& type, const std::
   REQUIRE(chown((vol + "/sub").c_str(), 1000, 1000) == 0);
   CHECK(ProjectOf(vol + "/sub") == made->id);  // inherited
 
-  auto [written, err] = Fill(vol + "/sub/data", 16 * kMiB);
-  INFO("wrote " << written << " bytes");
-  CHECK(OverQuota(err));
-  CHECK(written <= 4 * kMiB);
-  CHECK(written >= 3 * kMiB);
+  StoppedAt(vol + "/sub/data", 4 * kMiB);
 
   // Made again (a retry): the same ID; a second volume gets another, even from the same seed.
   Result<QuotaId> again = limits.Make(q.method, "ns-a-pvc-1", 0770, 1000, 1000, 4 * kMiB, "pvc-1");
