@@ -99,6 +99,7 @@ struct ApiEndpoint {
   std::shared_ptr<TokenSource> token;
   RequestObserver observer;
   std::string description;  // for messages, e.g. "https://10.43.0.1:443 (in-cluster service account ...)"
+  std::chrono::seconds request_timeout{30};  // how long a request's send or each read may wait (API_TIMEOUT)
 
   // Parses "https://host[:port]" out of the credentials. Errors name the source.
   static Result<std::shared_ptr<ApiEndpoint>> From(const ApiCredentials& c) {
@@ -242,12 +243,13 @@ class ApiConnection {
     cli->set_url_encode(false);  // Send encodes the path itself
     cli->set_tcp_nodelay(true);  // headers and body are two writes: the body must not wait for an ACK
     cli->set_connection_timeout(kConnectTimeout);
-    cli->set_write_timeout(std::chrono::seconds(30));
+    cli->set_write_timeout(ep_->request_timeout);
     cli_ = std::move(cli);
     return Status::Ok();
   }
 
-  // Sends one request and reads the whole answer. `timeout` bounds each read. A 401 makes the
+  // Sends one request and reads the whole answer. `timeout` bounds each read (0: the
+  // endpoint's request_timeout). A 401 makes the
   // token be re-read and the request sent once more; so does a 403 to a request sent without a
   // token (an empty token file: the server answers system:anonymous, as anonymous auth is on
   // by default). Transport failures come back as
@@ -255,7 +257,8 @@ class ApiConnection {
   // answer longer than `max_body` bytes (0: no limit) is not read on: kTooLarge.
   Result<HttpResponse> Request(const std::string& method, const std::string& path, const std::string& body = "",
                                const std::string& content_type = "application/json",
-                               std::chrono::seconds timeout = std::chrono::seconds(30), size_t max_body = 0) {
+                               std::chrono::seconds timeout = std::chrono::seconds(0), size_t max_body = 0) {
+    if (timeout.count() == 0) timeout = ep_->request_timeout;
     Result<HttpResponse> r = Once(method, path, body, content_type, timeout, max_body);
     if (r.ok() && RefusedCredentials(r->status)) {
       ep_->token->Invalidate();

@@ -39,6 +39,7 @@ struct Config {
   bool leader_elect = false;        // hold a Lease before acting (for more than one replica)
   std::string leader_elect_namespace;  // "" = the service account's namespace
   int lease_seconds = 30;              // lease duration; renew deadline 2/3 of it, retries every 1/6
+  int api_timeout_seconds = 30;        // a request to the API server abandoned (and retried) after this
   bool show_help = false;
   bool show_version = false;
 };
@@ -203,6 +204,10 @@ inline const std::vector<Setting>& Settings() {
          c.leader_elect_namespace = v;
          return "";
        }},
+      {"api-timeout", "API_TIMEOUT", "30",
+       "seconds a request to the API server may wait to be sent, or for each part of its answer, before it is "
+       "abandoned and retried (watches are not affected)",
+       [](Config& c, const std::string& v) { return ParseInt(v, 1, 600, c.api_timeout_seconds); }},
       {"leader-elect-lease-duration", "LEADER_ELECT_LEASE_DURATION", "30",
        "seconds a silent leader keeps the Lease before another replica takes over",
        [](Config& c, const std::string& v) { return ParseInt(v, 3, 3600, c.lease_seconds); }},

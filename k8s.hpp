@@ -46,7 +46,7 @@ class KubeApi {
                         const std::function<void(Result<T>)>& on_item) {
     std::string path = collection + "?limit=" + std::to_string(limit);
     if (!continue_token.empty()) path += "&continue=" + api::QueryEscape(continue_token);
-    auto r = conn_->Request("GET", path, "", "application/json", std::chrono::seconds(30),
+    auto r = conn_->Request("GET", path, "", "application/json", std::chrono::seconds(0),
                             limit > 1 ? kMaxPageBytes : kMaxObjectBytes);
     if (Status s = Check(r, "list " + collection); !s.ok()) return s;
     Result<ListPage> page = ParseList<T>(r->body, on_item);
@@ -128,7 +128,7 @@ class KubeApi {
   // Does the Node exist? (kNotFound when it does not.)
   Status GetNode(const std::string& name) {
     return Check(conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json",
-                                std::chrono::seconds(30), kMaxObjectBytes),
+                                std::chrono::seconds(0), kMaxObjectBytes),
                  "get Node " + name);
   }
 

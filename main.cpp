@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   if (!creds.ok()) return Fail(2, creds.status().message());
   Result<std::shared_ptr<ApiEndpoint>> endpoint = ApiEndpoint::From(*creds);
   if (!endpoint.ok()) return Fail(2, endpoint.status().message());
+  (*endpoint)->request_timeout = std::chrono::seconds(cfg.api_timeout_seconds);
 
   Result<Root> root = Root::Open(cfg.pv_dir);
   if (!root.ok())
