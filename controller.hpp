@@ -299,19 +299,52 @@ class Controller {
   // held no data: it is removed. One with files may be someone's data: it is only reported.
   // Directories of claims still waiting to be provisioned, and of PVs just created whose watch
   // event has not come yet, are left alone. The cache only picks candidates: each is removed
-  // only if a GET says its PV does not exist (the cache may be behind: another instance may
-  // have made it while this one was paused). Returns false when a candidate could not be
-  // looked up (the scan is then tried again after a backoff).
+  // only if, asked in this order, a GET says its PV does not exist and then a fresh list of
+  // claims holds none with its uid.
+  //
+  // Why this cannot remove a directory another instance is making (on a root several share):
+  // an instance makes the directory of a claim that exists, and only then creates its PV. If
+  // the GET found no PV, the create had not happened yet; the list, read after it, then shows
+  // the claim (kept), unless the claim was deleted meanwhile: then the PV, if its create still
+  // lands, is one of a deleted claim (released at once and removed as such), and the
+  // directory held no data. The cache alone could not tell: another instance may see a claim
+  // before this one does. Returns false when a candidate could not be looked up (the scan is
+  // then tried again after a backoff).
   bool ScanOrphans(Worker& w) {
     std::unordered_set<std::string> pending_uids;
     claims_.ForEach([&](const Claim& c) {
       if (c.volume_name.empty()) pending_uids.insert(c.meta.uid);
     });
+    std::vector<std::pair<Roots::Ref, std::string>> candidates;
     bool complete = true;
-    for (const Roots::Ref& root : roots_->Opened()) complete = ScanOrphans(w, *root, pending_uids) && complete;
+    for (const Roots::Ref& root : roots_->Opened()) complete = FindOrphans(w, root, pending_uids, &candidates) && complete;
+    if (candidates.empty()) return complete;
+    std::unordered_set<std::string> claim_uids;
+    if (Status s = ListClaimUids(w, &claim_uids); !s.ok()) {
+      LogWarn("orphaned directories kept for now: " + s.message());
+      return false;
+    }
+    for (const auto& [root, d] : candidates) {
+      const std::string pv = d.substr(d.size() - 40);
+      if (claim_uids.count(pv.substr(4))) continue;  // its claim exists: its PV may be on the way
+      if (!may_act_()) return true;
+      Status s = root->RemoveIfEmpty(d);
+      if (s.ok()) {
+        LogInfo("removed orphaned directory " + root->path() + "/" + d + ": empty, and no PersistentVolume " + pv +
+                " or claim refers to it");
+      } else {
+        LogWarn("orphaned directory " + root->path() + "/" + d + " kept: no PersistentVolume " + pv +
+                " refers to it, but " + s.message() + " (it may hold data of a Retain volume whose PV was deleted; "
+                "remove it by hand if not needed)");
+      }
+    }
     return complete;
   }
-  bool ScanOrphans(Worker& w, const Root& root, const std::unordered_set<std::string>& pending_uids) {
+  // Adds to *out the directories of `root` named like ours whose PV, asked with a GET, does
+  // not exist (the cache picks the candidates).
+  bool FindOrphans(Worker& w, const Roots::Ref& ref, const std::unordered_set<std::string>& pending_uids,
+                   std::vector<std::pair<Roots::Ref, std::string>>* out) {
+    const Root& root = *ref;
     Result<std::vector<std::string>> dirs = root.ListDirs();
     if (!dirs.ok()) {
       LogWarn("cannot list " + root.path() + " to look for orphaned directories: " + dirs.status().message());
@@ -331,18 +364,25 @@ class Controller {
         complete = complete && fresh.ok();
         continue;
       }
-      if (!may_act_()) return true;
-      Status s = root.RemoveIfEmpty(d);
-      if (s.ok()) {
-        LogInfo("removed orphaned directory " + root.path() + "/" + d + ": empty, and no PersistentVolume " + pv +
-                " or pending claim refers to it");
-      } else {
-        LogWarn("orphaned directory " + root.path() + "/" + d + " kept: no PersistentVolume " + pv +
-                " refers to it, but " + s.message() + " (it may hold data of a Retain volume whose PV was deleted; "
-                "remove it by hand if not needed)");
-      }
+      out->push_back({ref, d});
     }
     return complete;
+  }
+  // The uids of every claim there is now, from the API server (not the cache). A claim that
+  // cannot be read fails the whole list: its uid might be one of the candidates.
+  static Status ListClaimUids(Worker& w, std::unordered_set<std::string>* uids) {
+    std::string token;
+    do {
+      Status bad;
+      Result<ListPage> page = w.api.List<Claim>(api::kClaims, token, 500, [&](Result<Claim> c) {
+        if (c.ok()) uids->insert(c->meta.uid);
+        else bad = c.status();
+      });
+      if (!page.ok()) return page.status();
+      if (!bad.ok()) return bad.Wrap("list PersistentVolumeClaims");
+      token = page->continue_token;
+    } while (!token.empty());
+    return Status::Ok();
   }
 
   // PV_DIR no longer names the directory held open: nothing is done (volumes made now would
