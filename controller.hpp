@@ -445,7 +445,7 @@ class Controller {
     Expansion e = DecideExpansion(cfg_, claim, sc, v ? &*v : nullptr);
     if (e.kind == Expansion::kNothing) {
       LogDebug(2, "claim " + KeyOf(claim.meta) + ": nothing to expand: " + e.why);
-      return Done();
+      return e.held_elsewhere ? UnlessNoHolder(w, claim, *v) : Done();
     }
     if (e.kind == Expansion::kFail) {
       LogWarn("claim " + KeyOf(claim.meta) + ": " + e.why);
@@ -457,6 +457,23 @@ class Controller {
       case Expander::Next::kNoRoom: space_waiters_.Insert(KeyOf(claim.meta)); return Retry();
       default: return Retry(w.conn.last_retry_after());
     }
+  }
+
+  // A volume on every node that this node does not hold: its holders expand it. When none of
+  // them exists any more, nobody can: the user is told (once), and it is looked at again later.
+  Outcome UnlessNoHolder(Worker& w, const Claim& claim, const Volume& v) {
+    bool any = false;
+    if (Status s = every_node_.AnyHolderExists(w.api, v, &any); !s.ok()) {
+      LogWarn("claim " + KeyOf(claim.meta) + ": " + s.message());
+      return Retry(w.conn.last_retry_after());
+    }
+    if (any) return Done();
+    const std::string message = "volume " + v.meta.name + " cannot be expanded: no node that holds it (its directory "
+                                "made there) exists any more; it is expanded once the provisioner's instance on a "
+                                "node makes its directory there";
+    LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
+    recorder_.WarningOnce(Of(claim), reason::kVolumeResizeFailed, message);
+    return Retry();
   }
 
   // Makes the directory, then creates the PV.

@@ -118,9 +118,11 @@ class KubeApi {
     return now->meta.resource_version;
   }
 
-  // Sets a PV's spec.capacity.storage, if its uid is still the volume's (else kConflict).
+  // Sets a PV's spec.capacity.storage, if its uid and resourceVersion are still the volume's
+  // (else kConflict: an instance with an older view never sets an older size).
   Status SetVolumeCapacity(const Volume& v, const std::string& capacity) {
-    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, CapacityPatchJson(v.meta.uid, capacity),
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            CapacityPatchJson(v.meta.uid, v.meta.resource_version, capacity),
                             "application/merge-patch+json");
     return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
   }

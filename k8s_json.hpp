@@ -484,10 +484,11 @@ inline std::string ResizedPatchJson(const std::string& resource_version, const s
       .serialize();
 }
 
-// The merge patch that sets a PV's capacity, guarded by its uid.
-inline std::string CapacityPatchJson(const std::string& uid, const std::string& capacity) {
+// The merge patch that sets a PV's capacity, guarded by its uid and resourceVersion.
+inline std::string CapacityPatchJson(const std::string& uid, const std::string& resource_version,
+                                     const std::string& capacity) {
   using namespace k8s_json_detail;
-  return Value(Object{{"metadata", Value(Object{{"uid", Str(uid)}})},
+  return Value(Object{{"metadata", Value(Object{{"uid", Str(uid)}, {"resourceVersion", Str(resource_version)}})},
                       {"spec", Value(Object{{"capacity", Value(Object{{"storage", Str(capacity)}})}})}})
       .serialize();
 }

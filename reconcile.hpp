@@ -409,7 +409,8 @@ inline Action AtRecomputedPath(const Config& cfg, const Volume& v, Action::Kind 
 
 // A volume whose directory is on every node (nodes: all), for this node's instance: join it
 // (make the directory here and hold this node's finalizer) while it is in use; once released,
-// the first node (by name) of those holding finalizers deletes the PV; once it is being
+// any node holding a finalizer deletes the PV (the others drop the finalizers of nodes that
+// no longer exist, so that it goes even when every holder is gone); once it is being
 // deleted, each node removes its directory (Delete policy) and its finalizer, and finalizers
 // of nodes that no longer exist are dropped by the others. `sc` (its class, if cached) gives
 // the mode and owner of a directory made here.
@@ -435,9 +436,11 @@ inline Action DecideOnEveryNode(const Config& cfg, const Volume& v, const Storag
   }
   if (released) {
     if (v.reclaim_policy != "Delete") return Nothing("reclaim policy " + v.reclaim_policy + ": data is kept");
-    if (!nodes.empty() && nodes.front() != cfg.node_name) return Nothing("released; " + nodes.front() + " deletes it");
     Action a;
-    a.kind = Action::kDeleteObject;
+    // Any node that holds it deletes it (the uid precondition makes a second delete harmless),
+    // and so does anyone once no node holds it. Another node's instance drops the finalizers
+    // of nodes that are gone, so that a volume whose holders all went is deleted too.
+    a.kind = mine || nodes.empty() ? Action::kDeleteObject : Action::kPruneGone;
     return a;
   }
   if (mine) return Nothing("its directory is here");

@@ -547,7 +547,7 @@ TEST_CASE("local volumes are deleted like hostPath ones", "[reconcile][node]") {
   CHECK(DecideVolume(NodeConfig("node-a"), v).kind == Action::kDelete);
 }
 
-TEST_CASE("nodes: all: one PV without affinity; each node joins, the first deletes it, each leaves", "[reconcile][every]") {
+TEST_CASE("nodes: all: one PV without affinity; each node joins, any holder deletes it, each leaves", "[reconcile][every]") {
   StorageClass sc = OurClass();
   sc.parameters["nodes"] = "all";
   sc.parameters["mode"] = "0750";
@@ -574,8 +574,14 @@ TEST_CASE("nodes: all: one PV without affinity; each node joins, the first delet
 
   v.meta.finalizers = {"kubernetes.io/pv-protection", "node-b/hostpath-provisioner.io", "node-a/hostpath-provisioner.io"};
   v.phase = "Released";
-  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kDeleteObject);  // first by name
-  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kNothing);
+  // Any holder deletes it; another node drops gone holders' finalizers, anyone deletes it
+  // once none holds it.
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kDeleteObject);
+  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kDeleteObject);
+  CHECK(DecideVolume(NodeConfig("node-c"), v, &sc).kind == Action::kPruneGone);
+  Volume unheld = v;
+  unheld.meta.finalizers = {"kubernetes.io/pv-protection"};
+  CHECK(DecideVolume(NodeConfig("node-c"), unheld, &sc).kind == Action::kDeleteObject);
   v.meta.deleting = true;
   Action leave = DecideVolume(NodeConfig("node-b"), v, &sc);
   REQUIRE(leave.kind == Action::kLeave);
