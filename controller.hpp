@@ -34,6 +34,7 @@
 #include "reconcile.hpp"
 #include "recorder.hpp"
 #include "roots.hpp"
+#include "shared.hpp"
 #include "space.hpp"
 #include "usage.hpp"
 
@@ -195,7 +196,11 @@ class Controller {
   // volume, or a bound one asks for more. A claim that is bound or gone needs nothing; most
   // events of a burst are of those.
   void OnClaim(const std::string& key, const Claim* now) {
-    if (now != nullptr && (ClaimMayNeedVolume(cfg_, *now) || ExpansionAsked(*now))) queue_.Add("claim/" + key);
+    if (now == nullptr) return;
+    std::optional<StorageClass> sc;  // only another node's claim needs its class: is it of shared volumes?
+    if (!cfg_.node_name.empty() && !ClaimMayNeedVolume(cfg_, *now) && !now->storage_class_name.empty())
+      sc = classes_.Get(now->storage_class_name);
+    if (ClaimMayNeedVolume(cfg_, *now, sc ? &*sc : nullptr) || ExpansionAsked(*now)) queue_.Add("claim/" + key);
   }
   // A volume changed: a worker looks at it if there is something to do (DecideVolume), or if
   // it is gone (SyncVolume then forgets that it deleted it). Once the cache holds a volume we
@@ -210,13 +215,13 @@ class Controller {
     if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
   }
   // The root under which a volume holds space that counts against new ones: a volume of ours
-  // made by this instance (or on every node); "" for any other.
+  // made by this instance (or on every node, or shared); "" for any other.
   std::string PromisedRoot(const Volume& v) const {
     auto by = v.meta.annotations.find(ann::kProvisionedBy);
     if (by == v.meta.annotations.end() || by->second != cfg_.provisioner_name) return "";
     auto node = v.meta.annotations.find(ann::kNode);
     const std::string made_on = node == v.meta.annotations.end() ? "" : node->second;
-    if (made_on != cfg_.node_name && !OnAllNodes(v)) return "";
+    if (made_on != cfg_.node_name && !OnAllNodes(v) && !IsShared(v)) return "";
     auto root = v.meta.annotations.find(ann::kPvDir);
     return root == v.meta.annotations.end() ? cfg_.pv_dir : root->second;
   }
@@ -512,8 +517,9 @@ class Controller {
       Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
       if (got.ok() && IsVolumeWeMade(*got, a.volume)) {
         // Another node's instance made this volume on every node: ours joins it (its directory
-        // here is made; the volume's sync adds this node's finalizer).
-        if (OnAllNodes(a.volume)) return Done();
+        // here is made; the volume's sync adds this node's finalizer). A shared volume: made
+        // by another instance, in the same directory; nothing more to do (and nothing to say).
+        if (OnAllNodes(a.volume) || IsShared(a.volume)) return Done();
         s = Status::Ok();
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
@@ -604,6 +610,12 @@ class Controller {
         if (!s.ok()) LogWarn("volume " + name + ": " + s.message());
         return s.ok() ? Done() : Retry(w.conn.last_retry_after());
       }
+      case Action::kAdopt: {
+        bool taken = false;
+        Status s = shared_.Adopt(w.api, *v, a.holder, Of(*v), &taken);
+        // Its node still exists: its instance acts; looked at again later (the node may go).
+        return s.ok() && taken ? Done() : Retry(w.conn.last_retry_after());
+      }
       case Action::kPruneGone: {
         bool others_left = false;
         Status s = every_node_.PruneGone(w.api, *v, Of(*v), &others_left);
@@ -688,6 +700,7 @@ class Controller {
   Roots* roots_;
   EventRecorder recorder_;
   EveryNodeSteps every_node_;
+  SharedSteps shared_{cfg_, &recorder_};
   WorkQueue queue_;
   ControllerStats stats_;
   std::vector<std::unique_ptr<Worker>> workers_;

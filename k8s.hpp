@@ -92,6 +92,13 @@ class KubeApi {
     return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
   }
 
+  // Sets an annotation of the PV, if its resourceVersion is still the one in `v` (else kConflict).
+  Status SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value) {
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            SetAnnotationJson(v.meta.resource_version, key, value), "application/merge-patch+json");
+    return Check(r, "annotate PersistentVolume " + v.meta.name);
+  }
+
   // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
   Status DeleteVolume(const std::string& name, const std::string& uid) {
     auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, DeleteIfUidJson(uid));

@@ -617,3 +617,47 @@ TEST_CASE("nodes: all is refused where it cannot work", "[reconcile][every]") {
     CHECK_THAT(a.message, Catch::Contains(r.says));
   }
 }
+
+TEST_CASE("node-aware, requireMount: a shared volume any instance makes, without affinity, taken over from a gone node", "[reconcile][shared]") {
+  StorageClass sc = OurClass();
+  sc.parameters["requireMount"] = "true";
+  Claim claim = OurClaim();  // names no node
+  Action made = DecideClaim(NodeConfig("node-b"), claim, &sc, nullptr);
+  REQUIRE(made.kind == Action::kProvision);
+  Volume v = made.volume;
+  CHECK(v.node.empty());  // no node affinity
+  CHECK(IsShared(v));
+  CHECK_FALSE(OnAllNodes(v));
+  CHECK(v.meta.annotations.at(ann::kNode) == "node-b");  // removes it
+  CHECK(v.meta.finalizers == std::vector<std::string>{ann::kProvisionerFinalizer});
+  // A claim naming a node is shared too, and seen by every instance.
+  Claim named = OurClaim();
+  named.meta.annotations[ann::kSelectedNode] = "node-a";
+  CHECK(DecideClaim(NodeConfig("node-b"), named, &sc, nullptr).kind == Action::kProvision);
+  CHECK(ClaimMayNeedVolume(NodeConfig("node-b"), named, &sc));
+  CHECK_FALSE(ClaimMayNeedVolume(NodeConfig("node-b"), named));
+  // Not shared: single-node mode, nodes: all, a local volume, no requireMount.
+  CHECK_FALSE(ClassIsShared(TestConfig(), &sc));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"nodes", "all"}, {"volumeType", "local"}, {"requireMount", "false"}}) {
+    StorageClass other = sc;
+    other.parameters[key] = value;
+    INFO(key);
+    CHECK_FALSE(ClassIsShared(NodeConfig("node-a"), &other));
+  }
+
+  // Released: node-b removes it; another node takes it over first if node-b is gone.
+  v.phase = "Released";
+  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kDelete);
+  Action adopt = DecideVolume(NodeConfig("node-a"), v, &sc);
+  REQUIRE(adopt.kind == Action::kAdopt);
+  CHECK(adopt.holder == "node-b");
+  v.meta.deleting = true;
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kAdopt);
+  v.meta.deleting = false;
+  v.reclaim_policy = "Retain";
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kNothing);
+  v.phase = "Bound";
+  v.reclaim_policy = "Delete";
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kNothing);
+}
