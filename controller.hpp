@@ -209,7 +209,7 @@ class Controller {
     created_.Erase(name);
     const std::string promised_root = now ? PromisedRoot(*now) : "";
     promises_.Set(name, promised_root, now ? now->capacity_bytes : -1);
-    usage_.Track(name, !promised_root.empty() && now->phase == "Bound");
+    usage_.Track(name, Measured(now));
     if (now == nullptr)  // space freed: claims that did not fit try again now
       for (const std::string& key : space_waiters_.TakeAll()) queue_.Add("claim/" + key);
     if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
@@ -229,7 +229,14 @@ class Controller {
   // What the usage scanner walks for a volume now (usage.hpp), from the cache.
   std::optional<UsageTarget> UsageTargetOf(const std::string& name) const {
     std::optional<Volume> v = volumes_.Get(name);
-    return v ? UsageTargetFor(cfg_, *v, !PromisedRoot(*v).empty()) : std::nullopt;
+    return v ? UsageTargetFor(cfg_, *v, Measured(&*v)) : std::nullopt;
+  }
+  // Does this instance measure the volume's use? One of ours under a root it promised space on,
+  // bound, and, if shared, named as this node's (one instance measures a shared one).
+  bool Measured(const Volume* v) const {
+    if (v == nullptr || PromisedRoot(*v).empty() || v->phase != "Bound") return false;
+    auto node = v->meta.annotations.find(ann::kNode);
+    return !IsShared(*v) || (node != v->meta.annotations.end() && node->second == cfg_.node_name);
   }
 
   // A class appeared or changed: claims of that class that failed may now succeed.
@@ -450,6 +457,7 @@ class Controller {
     Expansion e = DecideExpansion(cfg_, claim, sc, v ? &*v : nullptr);
     if (e.kind == Expansion::kNothing) {
       LogDebug(2, "claim " + KeyOf(claim.meta) + ": nothing to expand: " + e.why);
+      if (e.held_elsewhere && IsShared(*v)) return AdoptToExpand(w, *v);
       return e.held_elsewhere ? UnlessNoHolder(w, claim, *v) : Done();
     }
     if (e.kind == Expansion::kFail) {
@@ -479,6 +487,17 @@ class Controller {
     LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
     recorder_.WarningOnce(Of(claim), reason::kVolumeResizeFailed, message);
     return Retry();
+  }
+
+  // A shared volume named as another node's: that node's instance expands it; if that node is
+  // gone, this one takes the volume over, then expands it (once the watch brings the change).
+  Outcome AdoptToExpand(Worker& w, const Volume& v) {
+    auto node = v.meta.annotations.find(ann::kNode);
+    if (node == v.meta.annotations.end() || node->second.empty()) return Done();
+    bool taken = false;
+    Status s = shared_.Adopt(w.api, v, node->second, Of(v), &taken);
+    if (!s.ok()) return Retry(w.conn.last_retry_after());
+    return taken ? Retry() : Done();
   }
 
   // Makes the directory, then creates the PV.

@@ -38,7 +38,8 @@ struct Expansion {
   std::string root;          // the root the volume's directory is under
   bool require_mount = false, check_space = true, overcommit = true;
   // kNothing: a volume on every node that this node does not hold: its holders expand it (the
-  // controller tells the user when none of them exists).
+  // controller tells the user when none of them exists); or a shared volume named as another
+  // node's: that node's instance expands it (the controller takes it over if that node is gone).
   bool held_elsewhere = false;
 };
 
@@ -73,7 +74,10 @@ inline Expansion DecideExpansion(const Config& cfg, const Claim& claim, const St
     }
   } else {
     auto node = v->meta.annotations.find(ann::kNode);
-    if ((node == v->meta.annotations.end() ? "" : node->second) != cfg.node_name) return nothing("made on another node");
+    if ((node == v->meta.annotations.end() ? "" : node->second) != cfg.node_name) {
+      e.held_elsewhere = IsShared(*v) && !cfg.node_name.empty();
+      return nothing("made on another node");
+    }
   }
   auto made_in = v->meta.annotations.find(ann::kPvDir);
   e.root = made_in == v->meta.annotations.end() ? cfg.pv_dir : made_in->second;

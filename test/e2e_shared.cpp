@@ -68,6 +68,11 @@ TEST_CASE("network share under the DaemonSet: one volume, no node affinity, made
   n.instances[maker]->process().Signal(SIGTERM);
   n.instances[maker]->process().Wait();
   REQUIRE(n.api->Delete("/api/v1/nodes/" + maker).code == 200);
+  // Another node's instance takes it over: it grows the claim, then removes the volume.
+  REQUIRE(n.api->Call("PATCH", kClaims + std::string("files"), R"({"spec":{"resources":{"requests":{"storage":"2Mi"}}}})",
+                      "application/merge-patch+json").code == 200);
+  CHECK(Eventually([&] { return n.ClaimJson("files").get("status").get("capacity").get("storage").to_str() == "2Mi"; }));
+  CHECK(n.Events("files", "VolumeResizeSuccessful") == 1);
   WriteFile(dir + "/data.txt", "written by a pod\n");
   REQUIRE(n.api->Delete(kClaims + std::string("files")).code == 200);
   CHECK(Eventually([&] { return !n.api->Volume(pv).is<picojson::object>(); }, std::chrono::seconds(60)));
