@@ -504,6 +504,13 @@ class Controller {
   Outcome Provision(Worker& w, const Claim& claim, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string path = a.root + "/" + a.dir_name;
+    // A shared volume another instance made (this cache behind): its directory is left alone.
+    // (Two instances can still both get here at once: each then makes the same new, empty
+    // directory with the same mode and owner, and one PV create succeeds.)
+    if (IsShared(a.volume)) {
+      Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
+      if (got.ok() && IsVolumeWeMade(*got, a.volume)) return Done();
+    }
     Result<Roots::Ref> root = roots_->Get(a.root);
     if (!root.ok()) return ProvisionFailed(w, claim, "cannot use " + a.root + ": " + root.status().message(), true);
     if (a.require_mount) {
