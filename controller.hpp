@@ -34,6 +34,7 @@
 #include "reconcile.hpp"
 #include "recorder.hpp"
 #include "roots.hpp"
+#include "shared.hpp"
 #include "space.hpp"
 #include "usage.hpp"
 #include "volume_dir.hpp"
@@ -196,7 +197,11 @@ class Controller {
   // volume, or a bound one asks for more. A claim that is bound or gone needs nothing; most
   // events of a burst are of those.
   void OnClaim(const std::string& key, const Claim* now) {
-    if (now != nullptr && (ClaimMayNeedVolume(cfg_, *now) || ExpansionAsked(*now))) queue_.Add("claim/" + key);
+    if (now == nullptr) return;
+    std::optional<StorageClass> sc;  // only another node's claim needs its class: is it of shared volumes?
+    if (!cfg_.node_name.empty() && !ClaimMayNeedVolume(cfg_, *now) && !now->storage_class_name.empty())
+      sc = classes_.Get(now->storage_class_name);
+    if (ClaimMayNeedVolume(cfg_, *now, sc ? &*sc : nullptr) || ExpansionAsked(*now)) queue_.Add("claim/" + key);
   }
   // A volume changed: a worker looks at it if there is something to do (DecideVolume), or if
   // it is gone (SyncVolume then forgets that it deleted it). Once the cache holds a volume we
@@ -205,19 +210,19 @@ class Controller {
     created_.Erase(name);
     const std::string promised_root = now ? PromisedRoot(*now) : "";
     promises_.Set(name, promised_root, now ? now->capacity_bytes : -1);
-    usage_.Track(name, !promised_root.empty() && now->phase == "Bound");
+    usage_.Track(name, Measured(now));
     if (now == nullptr)  // space freed: claims that did not fit try again now
       for (const std::string& key : space_waiters_.TakeAll()) queue_.Add("claim/" + key);
     if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
   }
   // The root under which a volume holds space that counts against new ones: a volume of ours
-  // made by this instance (or on every node); "" for any other.
+  // made by this instance (or on every node, or shared); "" for any other.
   std::string PromisedRoot(const Volume& v) const {
     auto by = v.meta.annotations.find(ann::kProvisionedBy);
     if (by == v.meta.annotations.end() || by->second != cfg_.provisioner_name) return "";
     auto node = v.meta.annotations.find(ann::kNode);
     const std::string made_on = node == v.meta.annotations.end() ? "" : node->second;
-    if (made_on != cfg_.node_name && !OnAllNodes(v)) return "";
+    if (made_on != cfg_.node_name && !OnAllNodes(v) && !IsShared(v)) return "";
     auto root = v.meta.annotations.find(ann::kPvDir);
     return root == v.meta.annotations.end() ? cfg_.pv_dir : root->second;
   }
@@ -225,7 +230,14 @@ class Controller {
   // What the usage scanner walks for a volume now (usage.hpp), from the cache.
   std::optional<UsageTarget> UsageTargetOf(const std::string& name) const {
     std::optional<Volume> v = volumes_.Get(name);
-    return v ? UsageTargetFor(cfg_, *v, !PromisedRoot(*v).empty()) : std::nullopt;
+    return v ? UsageTargetFor(cfg_, *v, Measured(&*v)) : std::nullopt;
+  }
+  // Does this instance measure the volume's use? One of ours under a root it promised space on,
+  // bound, and, if shared, named as this node's (one instance measures a shared one).
+  bool Measured(const Volume* v) const {
+    if (v == nullptr || PromisedRoot(*v).empty() || v->phase != "Bound") return false;
+    auto node = v->meta.annotations.find(ann::kNode);
+    return !IsShared(*v) || (node != v->meta.annotations.end() && node->second == cfg_.node_name);
   }
 
   // A class appeared or changed: claims of that class that failed may now succeed.
@@ -300,19 +312,52 @@ class Controller {
   // held no data: it is removed. One with files may be someone's data: it is only reported.
   // Directories of claims still waiting to be provisioned, and of PVs just created whose watch
   // event has not come yet, are left alone. The cache only picks candidates: each is removed
-  // only if a GET says its PV does not exist (the cache may be behind: another instance may
-  // have made it while this one was paused). Returns false when a candidate could not be
-  // looked up (the scan is then tried again after a backoff).
+  // only if, asked in this order, a GET says its PV does not exist and then a fresh list of
+  // claims holds none with its uid.
+  //
+  // Why this cannot remove a directory another instance is making (on a root several share):
+  // an instance makes the directory of a claim that exists, and only then creates its PV. If
+  // the GET found no PV, the create had not happened yet; the list, read after it, then shows
+  // the claim (kept), unless the claim was deleted meanwhile: then the PV, if its create still
+  // lands, is one of a deleted claim (released at once and removed as such), and the
+  // directory held no data. The cache alone could not tell: another instance may see a claim
+  // before this one does. Returns false when a candidate could not be looked up (the scan is
+  // then tried again after a backoff).
   bool ScanOrphans(Worker& w) {
     std::unordered_set<std::string> pending_uids;
     claims_.ForEach([&](const Claim& c) {
       if (c.volume_name.empty()) pending_uids.insert(c.meta.uid);
     });
+    std::vector<std::pair<Roots::Ref, std::string>> candidates;
     bool complete = true;
-    for (const Roots::Ref& root : roots_->Opened()) complete = ScanOrphans(w, *root, pending_uids) && complete;
+    for (const Roots::Ref& root : roots_->Opened()) complete = FindOrphans(w, root, pending_uids, &candidates) && complete;
+    if (candidates.empty()) return complete;
+    std::unordered_set<std::string> claim_uids;
+    if (Status s = ListClaimUids(w, &claim_uids); !s.ok()) {
+      LogWarn("orphaned directories kept for now: " + s.message());
+      return false;
+    }
+    for (const auto& [root, d] : candidates) {
+      const std::string pv = d.substr(d.size() - 40);
+      if (claim_uids.count(pv.substr(4))) continue;  // its claim exists: its PV may be on the way
+      if (!may_act_()) return true;
+      Status s = root->RemoveIfEmpty(d);
+      if (s.ok()) {
+        LogInfo("removed orphaned directory " + root->path() + "/" + d + ": empty, and no PersistentVolume " + pv +
+                " or claim refers to it");
+      } else {
+        LogWarn("orphaned directory " + root->path() + "/" + d + " kept: no PersistentVolume " + pv +
+                " refers to it, but " + s.message() + " (it may hold data of a Retain volume whose PV was deleted; "
+                "remove it by hand if not needed)");
+      }
+    }
     return complete;
   }
-  bool ScanOrphans(Worker& w, const Root& root, const std::unordered_set<std::string>& pending_uids) {
+  // Adds to *out the directories of `root` named like ours whose PV, asked with a GET, does
+  // not exist (the cache picks the candidates).
+  bool FindOrphans(Worker& w, const Roots::Ref& ref, const std::unordered_set<std::string>& pending_uids,
+                   std::vector<std::pair<Roots::Ref, std::string>>* out) {
+    const Root& root = *ref;
     Result<std::vector<std::string>> dirs = root.ListDirs();
     if (!dirs.ok()) {
       LogWarn("cannot list " + root.path() + " to look for orphaned directories: " + dirs.status().message());
@@ -332,18 +377,25 @@ class Controller {
         complete = complete && fresh.ok();
         continue;
       }
-      if (!may_act_()) return true;
-      Status s = root.RemoveIfEmpty(d);
-      if (s.ok()) {
-        LogInfo("removed orphaned directory " + root.path() + "/" + d + ": empty, and no PersistentVolume " + pv +
-                " or pending claim refers to it");
-      } else {
-        LogWarn("orphaned directory " + root.path() + "/" + d + " kept: no PersistentVolume " + pv +
-                " refers to it, but " + s.message() + " (it may hold data of a Retain volume whose PV was deleted; "
-                "remove it by hand if not needed)");
-      }
+      out->push_back({ref, d});
     }
     return complete;
+  }
+  // The uids of every claim there is now, from the API server (not the cache). A claim that
+  // cannot be read fails the whole list: its uid might be one of the candidates.
+  static Status ListClaimUids(Worker& w, std::unordered_set<std::string>* uids) {
+    std::string token;
+    do {
+      Status bad;
+      Result<ListPage> page = w.api.List<Claim>(api::kClaims, token, 500, [&](Result<Claim> c) {
+        if (c.ok()) uids->insert(c->meta.uid);
+        else bad = c.status();
+      });
+      if (!page.ok()) return page.status();
+      if (!bad.ok()) return bad.Wrap("list PersistentVolumeClaims");
+      token = page->continue_token;
+    } while (!token.empty());
+    return Status::Ok();
   }
 
   // PV_DIR no longer names the directory held open: nothing is done (volumes made now would
@@ -406,7 +458,8 @@ class Controller {
     Expansion e = DecideExpansion(cfg_, claim, sc, v ? &*v : nullptr);
     if (e.kind == Expansion::kNothing) {
       LogDebug(2, "claim " + KeyOf(claim.meta) + ": nothing to expand: " + e.why);
-      return Done();
+      if (e.held_elsewhere && IsShared(*v)) return AdoptToExpand(w, *v);
+      return e.held_elsewhere ? UnlessNoHolder(w, claim, *v) : Done();
     }
     if (e.kind == Expansion::kFail) {
       LogWarn("claim " + KeyOf(claim.meta) + ": " + e.why);
@@ -420,10 +473,45 @@ class Controller {
     }
   }
 
+  // A volume on every node that this node does not hold: its holders expand it. When none of
+  // them exists any more, nobody can: the user is told (once), and it is looked at again later.
+  Outcome UnlessNoHolder(Worker& w, const Claim& claim, const Volume& v) {
+    bool any = false;
+    if (Status s = every_node_.AnyHolderExists(w.api, v, &any); !s.ok()) {
+      LogWarn("claim " + KeyOf(claim.meta) + ": " + s.message());
+      return Retry(w.conn.last_retry_after());
+    }
+    if (any) return Done();
+    const std::string message = "volume " + v.meta.name + " cannot be expanded: no node that holds it (its directory "
+                                "made there) exists any more; it is expanded once the provisioner's instance on a "
+                                "node makes its directory there";
+    LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
+    recorder_.WarningOnce(Of(claim), reason::kVolumeResizeFailed, message);
+    return Retry();
+  }
+
+  // A shared volume named as another node's: that node's instance expands it; if that node is
+  // gone, this one takes the volume over, then expands it (once the watch brings the change).
+  Outcome AdoptToExpand(Worker& w, const Volume& v) {
+    auto node = v.meta.annotations.find(ann::kNode);
+    if (node == v.meta.annotations.end() || node->second.empty()) return Done();
+    bool taken = false;
+    Status s = shared_.Adopt(w.api, v, node->second, Of(v), &taken);
+    if (!s.ok()) return Retry(w.conn.last_retry_after());
+    return taken ? Retry() : Done();
+  }
+
   // Makes the directory, then creates the PV.
   Outcome Provision(Worker& w, const Claim& claim, const Action& a) {
     auto start = std::chrono::steady_clock::now();
     std::string path = a.root + "/" + a.dir_name;
+    // A shared volume another instance made (this cache behind): its directory is left alone.
+    // (Two instances can still both get here at once: each then makes the same new, empty
+    // directory with the same mode and owner, and one PV create succeeds.)
+    if (IsShared(a.volume)) {
+      Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
+      if (got.ok() && IsVolumeWeMade(*got, a.volume)) return Done();
+    }
     Result<Roots::Ref> root = roots_->Get(a.root);
     if (!root.ok()) return ProvisionFailed(w, claim, "cannot use " + a.root + ": " + root.status().message(), true);
     if (a.require_mount) {
@@ -461,8 +549,9 @@ class Controller {
       Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
       if (got.ok() && IsVolumeWeMade(*got, a.volume)) {
         // Another node's instance made this volume on every node: ours joins it (its directory
-        // here is made; the volume's sync adds this node's finalizer).
-        if (OnAllNodes(a.volume)) return Done();
+        // here is made; the volume's sync adds this node's finalizer). A shared volume: made
+        // by another instance, in the same directory; nothing more to do (and nothing to say).
+        if (OnAllNodes(a.volume) || IsShared(a.volume)) return Done();
         s = Status::Ok();
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
@@ -557,6 +646,12 @@ class Controller {
         if (!s.ok()) LogWarn("volume " + name + ": " + s.message());
         return s.ok() ? Done() : Retry(w.conn.last_retry_after());
       }
+      case Action::kAdopt: {
+        bool taken = false;
+        Status s = shared_.Adopt(w.api, *v, a.holder, Of(*v), &taken);
+        // Its node still exists: its instance acts; looked at again later (the node may go).
+        return s.ok() && taken ? Done() : Retry(w.conn.last_retry_after());
+      }
       case Action::kPruneGone: {
         bool others_left = false;
         Status s = every_node_.PruneGone(w.api, *v, Of(*v), &others_left);
@@ -643,6 +738,7 @@ class Controller {
   Roots* roots_;
   EventRecorder recorder_;
   EveryNodeSteps every_node_;
+  SharedSteps shared_{cfg_, &recorder_};
   WorkQueue queue_;
   ControllerStats stats_;
   std::vector<std::unique_ptr<Worker>> workers_;

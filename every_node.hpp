@@ -1,7 +1,8 @@
 // The steps for a volume whose directory is on every node (class parameter nodes: all), as
 // this node's instance takes them: join (make the directory here, then hold this node's
 // finalizer on the PV), leave (remove the directory here if the policy is Delete, then the
-// finalizer), and drop the finalizers of nodes whose Node object no longer exists. The
+// finalizer), drop the finalizers of nodes whose Node object no longer exists, and tell
+// whether any holder is left. The
 // decisions are reconcile.hpp's (DecideVolume); every step is idempotent, and finalizer
 // changes carry the PV's resourceVersion, so instances racing on one PV never lose a change.
 #pragma once
@@ -52,6 +53,21 @@ class EveryNodeSteps {
     LogInfo("volume " + v.meta.name + ": " + (a.remove_dir ? "removed " + path : "kept " + path + " (reclaim policy " +
                                                                                   v.reclaim_policy + ")") +
             " on node " + cfg_.node_name);
+    return Status::Ok();
+  }
+
+  // Does a node that holds the volume (its finalizer on it) still exist? Ok with *any when
+  // asked; an API error otherwise.
+  Status AnyHolderExists(KubeApi& api, const Volume& v, bool* any) {
+    *any = false;
+    for (const std::string& node : FinalizerNodes(v)) {
+      Status s = api.GetNode(node);
+      if (s.ok()) {
+        *any = true;
+        return s;
+      }
+      if (s.code() != Status::kNotFound) return s;
+    }
     return Status::Ok();
   }
 

@@ -47,6 +47,7 @@ class Expander {
         return Next::kRetry;
       }
       if (Status s = api.SetVolumeCapacity(v, e.size); !s.ok()) {
+        if (s.code() == Status::kConflict) return Quiet(key, s);  // changed meanwhile (another node's instance?)
         LogWarn("claim " + key + ": " + s.message());
         recorder_->Warning(who, reason::kVolumeResizeFailed, "expanding volume " + v.meta.name + " failed: " + s.message());
         return Next::kRetry;

@@ -37,11 +37,16 @@ struct Expansion {
   bool volume_done = false;  // the PV has it already (an earlier attempt): only the claim's status is left
   std::string root;          // the root the volume's directory is under
   bool require_mount = false, check_space = true, overcommit = true;
+  // kNothing: a volume on every node that this node does not hold: its holders expand it (the
+  // controller tells the user when none of them exists); or a shared volume named as another
+  // node's: that node's instance expands it (the controller takes it over if that node is gone).
+  bool held_elsewhere = false;
 };
 
 // What to do for a bound claim that may ask for more: expand its volume, if this instance made
-// it (in node-aware mode, on this node; a volume on every node is expanded by the first of its
-// nodes by name), or nothing. `sc` is its class, if cached (for checkFreeSpace and overcommit;
+// it (in node-aware mode, on this node; a volume on every node by any node that holds it: the
+// claim's resourceVersion on each status change makes the others' attempts conflicts), or
+// nothing. `sc` is its class, if cached (for checkFreeSpace and overcommit;
 // the API server already refused the larger request if the class does not allow expansion).
 inline Expansion DecideExpansion(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* v) {
   Expansion e;
@@ -63,11 +68,16 @@ inline Expansion DecideExpansion(const Config& cfg, const Claim& claim, const St
   if (by == v->meta.annotations.end() || by->second != cfg.provisioner_name) return nothing("volume not ours");
   if (v->claim_ref.uid != claim.meta.uid) return nothing("volume bound to another claim");
   if (OnAllNodes(*v)) {
-    const std::vector<std::string> nodes = FinalizerNodes(*v);
-    if (nodes.empty() || nodes.front() != cfg.node_name) return nothing("on every node: expanded by the first node's instance");
+    if (!HasFinalizer(v->meta, NodeFinalizer(cfg.node_name))) {
+      e.held_elsewhere = true;
+      return nothing("on every node: expanded by the instances of the nodes that hold it");
+    }
   } else {
     auto node = v->meta.annotations.find(ann::kNode);
-    if ((node == v->meta.annotations.end() ? "" : node->second) != cfg.node_name) return nothing("made on another node");
+    if ((node == v->meta.annotations.end() ? "" : node->second) != cfg.node_name) {
+      e.held_elsewhere = IsShared(*v) && !cfg.node_name.empty();
+      return nothing("made on another node");
+    }
   }
   auto made_in = v->meta.annotations.find(ann::kPvDir);
   e.root = made_in == v->meta.annotations.end() ? cfg.pv_dir : made_in->second;

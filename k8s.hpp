@@ -92,6 +92,13 @@ class KubeApi {
     return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
   }
 
+  // Sets an annotation of the PV, if its resourceVersion is still the one in `v` (else kConflict).
+  Status SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value) {
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            SetAnnotationJson(v.meta.resource_version, key, value), "application/merge-patch+json");
+    return Check(r, "annotate PersistentVolume " + v.meta.name);
+  }
+
   // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
   Status DeleteVolume(const std::string& name, const std::string& uid) {
     auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, DeleteIfUidJson(uid));
@@ -118,9 +125,11 @@ class KubeApi {
     return now->meta.resource_version;
   }
 
-  // Sets a PV's spec.capacity.storage, if its uid is still the volume's (else kConflict).
+  // Sets a PV's spec.capacity.storage, if its uid and resourceVersion are still the volume's
+  // (else kConflict: an instance with an older view never sets an older size).
   Status SetVolumeCapacity(const Volume& v, const std::string& capacity) {
-    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, CapacityPatchJson(v.meta.uid, capacity),
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            CapacityPatchJson(v.meta.uid, v.meta.resource_version, capacity),
                             "application/merge-patch+json");
     return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
   }

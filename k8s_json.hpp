@@ -459,6 +459,14 @@ inline std::string RemoveAnnotationJson(const std::string& uid, const std::strin
       .serialize();
 }
 
+// The merge patch that sets one annotation, guarded by the object's resourceVersion.
+inline std::string SetAnnotationJson(const std::string& resource_version, const std::string& key, const std::string& value) {
+  using namespace k8s_json_detail;
+  return Value(Object{{"metadata", Value(Object{{"annotations", Value(Object{{key, Str(value)}})},
+                                                {"resourceVersion", Str(resource_version)}})}})
+      .serialize();
+}
+
 // Volume expansion, as an external resizer writes it (strategic merge patches of a claim's
 // status, with its resourceVersion as a precondition). The first marks the claim Resizing
 // (`now`: RFC 3339) and records the size being allocated (status.allocatedResources, which
@@ -484,10 +492,11 @@ inline std::string ResizedPatchJson(const std::string& resource_version, const s
       .serialize();
 }
 
-// The merge patch that sets a PV's capacity, guarded by its uid.
-inline std::string CapacityPatchJson(const std::string& uid, const std::string& capacity) {
+// The merge patch that sets a PV's capacity, guarded by its uid and resourceVersion.
+inline std::string CapacityPatchJson(const std::string& uid, const std::string& resource_version,
+                                     const std::string& capacity) {
   using namespace k8s_json_detail;
-  return Value(Object{{"metadata", Value(Object{{"uid", Str(uid)}})},
+  return Value(Object{{"metadata", Value(Object{{"uid", Str(uid)}, {"resourceVersion", Str(resource_version)}})},
                       {"spec", Value(Object{{"capacity", Value(Object{{"storage", Str(capacity)}})}})}})
       .serialize();
 }

@@ -110,7 +110,8 @@ inline constexpr const char* kSelectedNode = "volume.kubernetes.io/selected-node
 inline constexpr const char* kBoundByController = "pv.kubernetes.io/bound-by-controller";
 inline constexpr const char* kProvisionerFinalizer = "external-provisioner.volume.kubernetes.io/finalizer";
 // Ours. On a claim: the node its volume goes to (for Immediate classes in node-aware mode).
-// On a PV: the node whose instance made it and alone may remove it (node-aware mode).
+// On a PV: the node whose instance made it and alone may remove it (node-aware mode; of a
+// shared volume, another node's instance takes it over once that node is gone).
 inline constexpr const char* kNode = "hostpath-provisioner.io/node";
 // kubevirt's hostpath provisioner's claim annotation, with the meaning of kNode.
 inline constexpr const char* kKubevirtNode = "kubevirt.io/provisionOnNode";
@@ -119,7 +120,8 @@ inline constexpr const char* kPvDir = "hostpath-provisioner.io/pv-dir";
 // On a PV: "true" when its root must be a mounted filesystem to make or remove it (requireMount).
 inline constexpr const char* kRequireMount = "hostpath-provisioner.io/require-mount";
 inline constexpr const char* kHostnameLabel = "kubernetes.io/hostname";
-// On a PV: "all" when its directory exists on every node (class parameter nodes: all).
+// On a PV: "all" when its directory exists on every node (class parameter nodes: all);
+// "shared" when its one directory is on a root every host mounts (see IsShared).
 inline constexpr const char* kAllNodes = "hostpath-provisioner.io/nodes";
 // How the volume's size is enforced, for people ("project 1234567", "btrfs subvolume 257");
 // the provisioner reads it from the directory itself.

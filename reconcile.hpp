@@ -33,6 +33,8 @@ struct Action {
     kLeave,            // remove dir_name here if remove_dir, then this node's finalizer
     kDeleteObject,     // released: delete the PV (each node then leaves)
     kPruneGone,        // being deleted: drop the finalizers of nodes whose Node object is gone
+    // A shared volume (a requireMount root every host mounts, node-aware mode):
+    kAdopt,            // released or being deleted, and `holder`'s node (which acts on it) may be gone: take it over if so
   };
   Kind kind = kNothing;
   std::string why;          // kNothing: a short explanation
@@ -52,6 +54,7 @@ struct Action {
   bool retry = true;        // kFail: try again after a backoff (false: only when the object changes)
   bool once = false;        // kFail: one event however many instances see it (node-aware mode)
   bool reschedule = false;  // kFail: for good on this node: drop the claim's selected-node
+  std::string holder;       // kAdopt: the node named on the volume as the one that acts on it
 };
 
 namespace reconcile_detail {
@@ -143,6 +146,7 @@ struct ClassParameters {
   std::string root;        // pvDir, else PV_DIR: where the class's volumes are made
   bool require_mount = false;  // requireMount: the root must be a mounted filesystem
   bool all_nodes = false;  // nodes: all: a directory on every node, a PV without node affinity
+  bool shared = false;     // node-aware, requireMount, one directory: a root every host mounts (ClassIsShared)
   bool check_space = true;  // checkFreeSpace
   bool overcommit = false;  // overcommit
   std::string quota = "false";  // quota: "true" (enforce the size, or fail), "auto" (where the root can), "false"
@@ -164,6 +168,29 @@ inline std::vector<std::string> FinalizerNodes(const Volume& v) {
 inline bool OnAllNodes(const Volume& v) {
   auto it = v.meta.annotations.find(ann::kAllNodes);
   return it != v.meta.annotations.end() && it->second == "all";
+}
+
+// A shared volume: one directory on a root that every host mounts (a network share), made in
+// node-aware mode by whichever instance's PV create succeeded; the node named in ann::kNode
+// removes (and expands) it, and another node's instance takes that over once that node's Node
+// object is gone. Its PV has no node affinity.
+inline bool IsShared(const Volume& v) {
+  auto it = v.meta.annotations.find(ann::kAllNodes);
+  return it != v.meta.annotations.end() && it->second == "shared";
+}
+
+// Does this class make shared volumes? In node-aware mode, a class of ours that requires a
+// mounted root (requireMount, or REQUIRE_MOUNT by default), with one directory (not nodes:
+// all) of type hostPath: such a root is a share every host mounts at the same path. Read
+// from the raw parameters (ParseClassParameters says whether they are valid).
+inline bool ClassIsShared(const Config& cfg, const StorageClass* sc) {
+  if (cfg.node_name.empty() || sc == nullptr || sc->provisioner != cfg.provisioner_name) return false;
+  auto param = [&](const char* key) {
+    auto it = sc->parameters.find(key);
+    return it == sc->parameters.end() ? std::string() : it->second;
+  };
+  const std::string mount = param("requireMount");
+  return (mount == "true" || (mount.empty() && cfg.require_mount)) && param("nodes") != "all" && param("volumeType") != "local";
 }
 
 // May volumes be made under, and removed from, `path`? PV_DIR and ALLOWED_PV_DIRS only.
@@ -224,6 +251,7 @@ inline std::string ParseClassParameters(const Config& cfg, const StorageClass& s
     return "parameter quota=\"" + out->quota + "\" is not available with nodes=all yet: use quota: \"false\"";
   if (out->all_nodes && cfg.node_name.empty())
     return "parameter nodes=all needs the provisioner on every node (the DaemonSet of manifests/daemonset/, NODE_NAME set)";
+  out->shared = ClassIsShared(cfg, &sc);
   return "";
 }
 
@@ -247,8 +275,9 @@ inline Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageCl
     v.meta.annotations[ann::kAllNodes] = "all";
   } else if (!cfg.node_name.empty()) {
     v.meta.annotations[ann::kNode] = cfg.node_name;
+    if (params.shared) v.meta.annotations[ann::kAllNodes] = "shared";
   }
-  v.node = params.all_nodes ? "" : !cfg.node_name.empty() ? cfg.node_name : params.local ? ClaimNode(claim) : "";
+  v.node = params.all_nodes || params.shared ? "" : !cfg.node_name.empty() ? cfg.node_name : params.local ? ClaimNode(claim) : "";
   v.local = params.local;
   v.meta.finalizers = {params.all_nodes ? NodeFinalizer(cfg.node_name) : ann::kProvisionerFinalizer};
   v.capacity = claim.storage_request;
@@ -283,14 +312,15 @@ inline ClaimStage StageOf(const Config& cfg, const Claim& claim) {
   return ClaimStage::kWaitsForVolume;
 }
 
-// Could DecideClaim do anything for this claim, whatever its class and volume? Only a claim
-// of ours that waits for a volume and, in node-aware mode, is for this node or names none: the
-// controller hands no other claim to a worker (a watch event of a bound or deleted claim, or
-// of another node's, wakes nobody).
-inline bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim) {
+// Could DecideClaim do anything for this claim, whatever its volume? Only a claim of ours that
+// waits for a volume and, in node-aware mode, is for this node, names none, or is of a class
+// of shared volumes (`sc`, if cached): the controller hands no other claim to a worker (a
+// watch event of a bound or deleted claim, or of another node's, wakes nobody).
+inline bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim, const StorageClass* sc = nullptr) {
   if (StageOf(cfg, claim) != ClaimStage::kWaitsForVolume) return false;
   const std::string node = ClaimNode(claim);
-  return cfg.node_name.empty() || node.empty() || node == cfg.node_name;  // another node's: not ours to look at
+  // another node's: not ours to look at
+  return cfg.node_name.empty() || node.empty() || node == cfg.node_name || ClassIsShared(cfg, sc);
 }
 
 // What to do for a claim. `sc` is its class (nullptr if not in the cache); `existing` is the
@@ -310,7 +340,10 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   // A claim of a class that puts a directory on every node: any instance may make its PV.
   const bool all_nodes = sc != nullptr && sc->provisioner == cfg.provisioner_name &&
                          sc->parameters.count("nodes") && sc->parameters.at("nodes") == "all";
-  if (!cfg.node_name.empty()) {  // node-aware: every instance sees every claim; one acts
+  // A shared volume (a root every host mounts): any instance may make it, whatever node the
+  // claim names; the PV create is atomic, so one does.
+  const bool shared = ClassIsShared(cfg, sc);
+  if (!cfg.node_name.empty() && !shared) {  // node-aware: every instance sees every claim; one acts
     if (node.empty() && !all_nodes) {
       Action a = Fail(failed, "this provisioner runs on every node and the claim names none: add the annotation " +
                                   std::string(ann::kNode) + "=<node name> to the claim, or use a StorageClass with "
@@ -420,7 +453,8 @@ inline Action AtRecomputedPath(const Config& cfg, const Volume& v, Action::Kind 
 
 // A volume whose directory is on every node (nodes: all), for this node's instance: join it
 // (make the directory here and hold this node's finalizer) while it is in use; once released,
-// the first node (by name) of those holding finalizers deletes the PV; once it is being
+// any node holding a finalizer deletes the PV (the others drop the finalizers of nodes that
+// no longer exist, so that it goes even when every holder is gone); once it is being
 // deleted, each node removes its directory (Delete policy) and its finalizer, and finalizers
 // of nodes that no longer exist are dropped by the others. `sc` (its class, if cached) gives
 // the mode and owner of a directory made here.
@@ -446,9 +480,11 @@ inline Action DecideOnEveryNode(const Config& cfg, const Volume& v, const Storag
   }
   if (released) {
     if (v.reclaim_policy != "Delete") return Nothing("reclaim policy " + v.reclaim_policy + ": data is kept");
-    if (!nodes.empty() && nodes.front() != cfg.node_name) return Nothing("released; " + nodes.front() + " deletes it");
     Action a;
-    a.kind = Action::kDeleteObject;
+    // Any node that holds it deletes it (the uid precondition makes a second delete harmless),
+    // and so does anyone once no node holds it. Another node's instance drops the finalizers
+    // of nodes that are gone, so that a volume whose holders all went is deleted too.
+    a.kind = mine || nodes.empty() ? Action::kDeleteObject : Action::kPruneGone;
     return a;
   }
   if (mine) return Nothing("its directory is here");
@@ -480,11 +516,20 @@ inline Action DecideVolume(const Config& cfg, const Volume& v, const StorageClas
   if (OnAllNodes(v)) return reconcile_detail::DecideOnEveryNode(cfg, v, sc);
   auto made_on = v.meta.annotations.find(ann::kNode);
   const std::string node = made_on == v.meta.annotations.end() ? "" : made_on->second;
-  if (node != cfg.node_name)
-    return Nothing(node.empty() ? "made by a single-node instance" : "made on node " + node);
   bool finalizer = HasFinalizer(v.meta, ann::kProvisionerFinalizer);
-  if (v.meta.deleting && !finalizer) return Nothing("being deleted; nothing of ours holds it");
   bool released = v.phase == "Released" || v.phase == "Failed";
+  if (node != cfg.node_name) {
+    // A shared volume that its node would now remove (or let go of): taken over if that node is gone.
+    if (IsShared(v) && !cfg.node_name.empty() && !node.empty() &&
+        ((released && v.reclaim_policy == "Delete") || (v.meta.deleting && finalizer))) {
+      Action a;
+      a.kind = Action::kAdopt;
+      a.holder = node;
+      return a;
+    }
+    return Nothing(node.empty() ? "made by a single-node instance" : "made on node " + node);
+  }
+  if (v.meta.deleting && !finalizer) return Nothing("being deleted; nothing of ours holds it");
   if (v.meta.deleting && v.phase == "Bound") return Nothing("being deleted but still bound; waiting for the claim to go");
   if (!released && !v.meta.deleting) return Nothing("phase is " + (v.phase.empty() ? std::string("unset") : v.phase));
   if (v.reclaim_policy != "Delete") {

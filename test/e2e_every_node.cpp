@@ -186,3 +186,32 @@ TEST_CASE("nodes: all needs the DaemonSet: a single instance says so", "[e2e][ev
   }));
   CHECK(ListDir(pv_dir).empty());
 }
+
+TEST_CASE("nodes: all: with the first node retired, the others expand the claim, then delete the volume", "[e2e][every]") {
+  Nodes n;
+  if (!CanShare()) return;
+  n.api->CreateYaml(EveryNodeClass("everywhere", "Delete") + "allowVolumeExpansion: true\n");
+  RegisterAndStart(n, {"node-a", "node-b", "node-c"});
+  n.Claim("grows", "everywhere");
+  REQUIRE(n.WaitBound("grows"));
+  const std::string pv = n.VolumeOf("grows"), dir = "default-grows-" + pv;
+  REQUIRE(Eventually([&] { return HeldBy(*n.api, pv, {"node-a", "node-b", "node-c"}); }));
+  // node-a, first by name, is retired: its instance stopped, its Node object deleted.
+  n.instances["node-a"]->process().Signal(SIGTERM);
+  n.instances["node-a"]->process().Wait();
+  REQUIRE(n.api->Delete("/api/v1/nodes/node-a").code == 200);
+
+  REQUIRE(n.api->Call("PATCH", kClaims + std::string("grows"), R"({"spec":{"resources":{"requests":{"storage":"2Gi"}}}})",
+                      "application/merge-patch+json").code == 200);
+  CHECK(Eventually([&] { return n.ClaimJson("grows").get("status").get("capacity").get("storage").to_str() == "2Gi"; }));
+  CHECK(n.api->Volume(pv).get("spec").get("capacity").get("storage").to_str() == "2Gi");
+  CHECK(n.Events("grows", "VolumeResizeSuccessful") == 1);
+  CHECK(n.Events("grows", "VolumeResizeFailed") == 0);
+
+  REQUIRE(n.api->Delete(kClaims + std::string("grows")).code == 200);
+  CHECK(Eventually([&] { return !n.api->Volume(pv).is<picojson::object>(); }, seconds(60)));
+  CHECK_FALSE(Exists(n.Root("node-b") + "/" + dir));
+  CHECK_FALSE(Exists(n.Root("node-c") + "/" + dir));
+  CHECK(Exists(n.Root("node-a") + "/" + dir));  // on the retired node's disk, nobody removed it
+  CHECK(n.api->Denials().empty());
+}

@@ -28,7 +28,8 @@
 //
 // Test controls (admin token only; POST needs a Content-Length, e.g. curl -d ''):
 //   POST /fake/faults {"verb","resource","code","count","retryAfter","delayMs"}  next `count`
-//        matching resource requests (after authn/authz) fail with `code` and a Status body
+//        matching resource requests (after authn/authz) fail with `code` and a Status body;
+//        code 0 (with delayMs): they are held back delayMs, then carried out as usual
 //   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
 //   POST /fake/reset-connections  every connection is dropped once this answer is sent (no
 //        close_notify), as when the API server restarts; the state is kept
@@ -104,7 +105,7 @@ struct RequestRecord {
 // A fault armed by POST /fake/faults.
 struct Fault {
   std::string verb, resource;  // "" matches any
-  int code = 500;
+  int code = 500;              // 0: held back delay_ms, then carried out
   int count = 1;
   int retry_after = 0;
   int delay_ms = 0;
@@ -662,7 +663,7 @@ inline ApiServer::Outcome ApiServer::Dispatch(const httplib::Request& req, Progr
     p.faulted = TakeFault(info, p.fault);
     if (p.faulted && p.fault.delay_ms > 0) return Later(Clock::now() + std::chrono::milliseconds(p.fault.delay_ms));
   }
-  if (p.faulted) {
+  if (p.faulted && p.fault.code != 0) {
     const Fault& fault = p.fault;
     Details d;
     d.retry_after = fault.retry_after;
@@ -1256,7 +1257,8 @@ inline std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request
     f.count = num("count", 1);
     f.retry_after = num("retryAfter", 0);
     f.delay_ms = num("delayMs", 0);
-    if (f.code < 400 || f.code > 599 || f.count < 1) return bad("code must be 400-599 and count at least 1");
+    if ((f.code != 0 && (f.code < 400 || f.code > 599)) || (f.code == 0 && f.delay_ms <= 0) || f.count < 1)
+      return bad("code must be 400-599 (or 0 with delayMs: held back, then carried out) and count at least 1");
     AddFault(f);
     return ok(done);
   }

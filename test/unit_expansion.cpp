@@ -110,12 +110,15 @@ TEST_CASE("nothing to expand: not bound, not more, not ours, another claim's, an
   CHECK(DecideExpansion(TestConfig("node-b"), more, &sc, &on_a).kind == Expansion::kNothing);
   CHECK(DecideExpansion(cfg, more, &sc, &on_a).kind == Expansion::kNothing);
   CHECK(DecideExpansion(TestConfig("node-a"), more, &sc, &v).kind == Expansion::kNothing);
-  // On every node: the first node (by name) holding a finalizer expands it.
+  // On every node: any node holding a finalizer expands it; another node leaves it to them.
   Volume everywhere = v;
   everywhere.meta.annotations[ann::kAllNodes] = "all";
   everywhere.meta.finalizers = {NodeFinalizer("node-b"), NodeFinalizer("node-a")};
   CHECK(DecideExpansion(TestConfig("node-a"), more, &sc, &everywhere).kind == Expansion::kExpand);
-  CHECK(DecideExpansion(TestConfig("node-b"), more, &sc, &everywhere).kind == Expansion::kNothing);
+  CHECK(DecideExpansion(TestConfig("node-b"), more, &sc, &everywhere).kind == Expansion::kExpand);
+  Expansion elsewhere = DecideExpansion(TestConfig("node-c"), more, &sc, &everywhere);
+  CHECK(elsewhere.kind == Expansion::kNothing);
+  CHECK(elsewhere.held_elsewhere);
 }
 
 TEST_CASE("a volume made under a root no longer configured is a failure that says what to do", "[expansion]") {

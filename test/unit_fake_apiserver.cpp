@@ -386,6 +386,15 @@ TEST_CASE("faults fail the next matching requests with a Status, then stop") {
   CHECK(Admin(s.api, "GET", kPvs).code == 200);
 }
 
+TEST_CASE("a fault with code 0 holds the request back, then carries it out") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", "/fake/faults", R"({"verb":"create","resource":"persistentvolumes","code":0})").code == 400);
+  REQUIRE(Admin(s.api, "POST", "/fake/faults", R"({"verb":"create","resource":"persistentvolumes","code":0,"delayMs":50})")
+              .code == 200);
+  CHECK(Admin(s.api, "POST", kPvs, Pv("held")).code == 201);
+  CHECK(Admin(s.api, "GET", std::string(kPvs) + "/held").code == 200);
+}
+
 TEST_CASE("token rotation revokes the old token and writes the new one") {
   Server s;
   std::string old_token = ReadFile(s.api.dir() + "/serviceaccount/token");

@@ -712,5 +712,7 @@ TEST_CASE("the expansion patches: Resizing and the size allocated, with the reso
   CHECK(ResizedPatchJson("8", "2Gi") ==
         R"({"metadata":{"resourceVersion":"8"},"status":{"capacity":{"storage":"2Gi"},"conditions":[)"
         R"({"$patch":"delete","type":"Resizing"},{"$patch":"delete","type":"FileSystemResizePending"}]}})");
-  CHECK(CapacityPatchJson("u-1", "2Gi") == R"({"metadata":{"uid":"u-1"},"spec":{"capacity":{"storage":"2Gi"}}})");
+  CHECK(CapacityPatchJson("u-1", "9", "2Gi") ==
+        R"({"metadata":{"resourceVersion":"9","uid":"u-1"},"spec":{"capacity":{"storage":"2Gi"}}})");
+  CHECK(SetAnnotationJson("9", "ab", "c") == R"({"metadata":{"annotations":{"ab":"c"},"resourceVersion":"9"}})");
 }

@@ -563,7 +563,7 @@ TEST_CASE("local volumes are deleted like hostPath ones", "[reconcile][node]") {
   CHECK(DecideVolume(NodeConfig("node-a"), v).kind == Action::kDelete);
 }
 
-TEST_CASE("nodes: all: one PV without affinity; each node joins, the first deletes it, each leaves", "[reconcile][every]") {
+TEST_CASE("nodes: all: one PV without affinity; each node joins, any holder deletes it, each leaves", "[reconcile][every]") {
   StorageClass sc = OurClass();
   sc.parameters["nodes"] = "all";
   sc.parameters["mode"] = "0750";
@@ -590,8 +590,14 @@ TEST_CASE("nodes: all: one PV without affinity; each node joins, the first delet
 
   v.meta.finalizers = {"kubernetes.io/pv-protection", "node-b/hostpath-provisioner.io", "node-a/hostpath-provisioner.io"};
   v.phase = "Released";
-  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kDeleteObject);  // first by name
-  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kNothing);
+  // Any holder deletes it; another node drops gone holders' finalizers, anyone deletes it
+  // once none holds it.
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kDeleteObject);
+  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kDeleteObject);
+  CHECK(DecideVolume(NodeConfig("node-c"), v, &sc).kind == Action::kPruneGone);
+  Volume unheld = v;
+  unheld.meta.finalizers = {"kubernetes.io/pv-protection"};
+  CHECK(DecideVolume(NodeConfig("node-c"), unheld, &sc).kind == Action::kDeleteObject);
   v.meta.deleting = true;
   Action leave = DecideVolume(NodeConfig("node-b"), v, &sc);
   REQUIRE(leave.kind == Action::kLeave);
@@ -627,4 +633,48 @@ TEST_CASE("nodes: all is refused where it cannot work", "[reconcile][every]") {
     REQUIRE(a.kind == Action::kFail);
     CHECK_THAT(a.message, Catch::Contains(r.says));
   }
+}
+
+TEST_CASE("node-aware, requireMount: a shared volume any instance makes, without affinity, taken over from a gone node", "[reconcile][shared]") {
+  StorageClass sc = OurClass();
+  sc.parameters["requireMount"] = "true";
+  Claim claim = OurClaim();  // names no node
+  Action made = DecideClaim(NodeConfig("node-b"), claim, &sc, nullptr);
+  REQUIRE(made.kind == Action::kProvision);
+  Volume v = made.volume;
+  CHECK(v.node.empty());  // no node affinity
+  CHECK(IsShared(v));
+  CHECK_FALSE(OnAllNodes(v));
+  CHECK(v.meta.annotations.at(ann::kNode) == "node-b");  // removes it
+  CHECK(v.meta.finalizers == std::vector<std::string>{ann::kProvisionerFinalizer});
+  // A claim naming a node is shared too, and seen by every instance.
+  Claim named = OurClaim();
+  named.meta.annotations[ann::kSelectedNode] = "node-a";
+  CHECK(DecideClaim(NodeConfig("node-b"), named, &sc, nullptr).kind == Action::kProvision);
+  CHECK(ClaimMayNeedVolume(NodeConfig("node-b"), named, &sc));
+  CHECK_FALSE(ClaimMayNeedVolume(NodeConfig("node-b"), named));
+  // Not shared: single-node mode, nodes: all, a local volume, no requireMount.
+  CHECK_FALSE(ClassIsShared(TestConfig(), &sc));
+  for (const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+           {"nodes", "all"}, {"volumeType", "local"}, {"requireMount", "false"}}) {
+    StorageClass other = sc;
+    other.parameters[key] = value;
+    INFO(key);
+    CHECK_FALSE(ClassIsShared(NodeConfig("node-a"), &other));
+  }
+
+  // Released: node-b removes it; another node takes it over first if node-b is gone.
+  v.phase = "Released";
+  CHECK(DecideVolume(NodeConfig("node-b"), v, &sc).kind == Action::kDelete);
+  Action adopt = DecideVolume(NodeConfig("node-a"), v, &sc);
+  REQUIRE(adopt.kind == Action::kAdopt);
+  CHECK(adopt.holder == "node-b");
+  v.meta.deleting = true;
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kAdopt);
+  v.meta.deleting = false;
+  v.reclaim_policy = "Retain";
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kNothing);
+  v.phase = "Bound";
+  v.reclaim_policy = "Delete";
+  CHECK(DecideVolume(NodeConfig("node-a"), v, &sc).kind == Action::kNothing);
 }

@@ -1,0 +1,108 @@
+// End to end: several node-aware instances (the DaemonSet) on one root that every host sees,
+// as a network share is: the shipped network-share class makes one volume without node
+// affinity, made and removed by one instance, also when the one that made it is gone; and the
+// orphan scan of one never removes a directory another just made.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include "test/fault_harness.hpp"
+#include "test/nodes_harness.hpp"
+#include "test/tmpfs.hpp"
+
+using namespace harness;
+
+namespace {
+
+bool Ready(Provisioner& p) {
+  return Eventually([&] { return p.Http("/readyz").code == 200; });
+}
+
+// Watches of `resource` the provisioner opened after the request log was reset.
+size_t WatchesOf(FakeApi& api, const std::string& resource) {
+  return faults::Filter(faults::Requests(api), faults::kProvisionerUser, "watch", resource).size();
+}
+
+// The instances' logs that contain `text`.
+int LogsWith(Nodes& n, const std::string& text) {
+  int count = 0;
+  for (auto& [node, p] : n.instances) count += p->Log().find(text) != std::string::npos;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("network share under the DaemonSet: one volume, no node affinity, made once, removed once after its maker left",
+          "[e2e][shared]") {
+  Nodes n;
+  Tmpfs share(n.tmp.path() + "/share", "4m");  // mounted on every "host": they share a mount namespace
+  if (!share.mounted) return;
+  std::string cls = ReadFile("manifests/classes/network-share.yaml");
+  REQUIRE(cls.find("/mnt/share") != std::string::npos);
+  cls.replace(cls.find("/mnt/share", cls.find("parameters:")), 10, share.dir);
+  n.api->CreateYaml(cls);
+  for (const char* node : {"node-a", "node-b", "node-c"}) {
+    n.api->RegisterNode(node);
+    n.Start(node, {{"ALLOWED_PV_DIRS", share.dir}});
+  }
+  for (auto& [node, p] : n.instances) REQUIRE(Ready(*p));
+  n.api->CreateYaml(ClaimYaml("default", "files", "hostpath-share", "1Mi"));
+  if (!n.WaitBound("files")) {
+    for (auto& [node, p] : n.instances) WARN(node << ":\n" << p->Log());
+    FAIL("not bound");
+  }
+  const std::string pv = n.VolumeOf("files"), dir = share.dir + "/default-files-" + pv;
+  picojson::value volume = n.api->Volume(pv);
+  CHECK_FALSE(volume.get("spec").get("nodeAffinity").is<picojson::object>());
+  CHECK(Annotation(volume, "hostpath-provisioner.io/nodes") == "shared");
+  CHECK(Exists(dir));
+  CHECK(n.api->Get("/api/v1/persistentvolumes").json.get("items").get<picojson::array>().size() == 1);
+  CHECK(n.Events("files", "ProvisioningSucceeded") == 1);
+  CHECK(n.Events("files", "ProvisioningFailed") == 0);
+  CHECK(LogsWith(n, "provisioned default/files") == 1);
+
+  // The instance that made it goes, and its node is deleted; then the claim.
+  const std::string maker = Annotation(volume, "hostpath-provisioner.io/node");
+  REQUIRE(n.instances.count(maker) == 1);
+  n.instances[maker]->process().Signal(SIGTERM);
+  n.instances[maker]->process().Wait();
+  REQUIRE(n.api->Delete("/api/v1/nodes/" + maker).code == 200);
+  // Another node's instance takes it over: it grows the claim, then removes the volume.
+  REQUIRE(n.api->Call("PATCH", kClaims + std::string("files"), R"({"spec":{"resources":{"requests":{"storage":"2Mi"}}}})",
+                      "application/merge-patch+json").code == 200);
+  CHECK(Eventually([&] { return n.ClaimJson("files").get("status").get("capacity").get("storage").to_str() == "2Mi"; }));
+  CHECK(n.Events("files", "VolumeResizeSuccessful") == 1);
+  WriteFile(dir + "/data.txt", "written by a pod\n");
+  REQUIRE(n.api->Delete(kClaims + std::string("files")).code == 200);
+  CHECK(Eventually([&] { return !n.api->Volume(pv).is<picojson::object>(); }, std::chrono::seconds(60)));
+  CHECK_FALSE(Exists(dir));
+  CHECK(Exists(share.dir));
+  CHECK(LogsWith(n, "deleted volume " + pv) == 1);
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("orphan scan: a directory another instance made, its PV create held back, is kept", "[e2e][shared]") {
+  Nodes n;
+  const std::string root = n.tmp.path() + "/share";
+  ::mkdir(root.c_str(), 0755);
+  // node-b's instance scans for orphans every second, with a claim cache that misses the
+  // claim: its claims watch, dropped, is held back for a while on its way back.
+  Provisioner b(*n.api, root, {{"NODE_NAME", "node-b"}, {"RESYNC_PERIOD", "1"}});
+  REQUIRE(Ready(b));
+  REQUIRE(faults::Control(*n.api, "/fake/reset-requests"));
+  REQUIRE(faults::Inject(*n.api, {"watch", "persistentvolumeclaims", 500, 1, 0, 20000}));
+  REQUIRE(faults::Control(*n.api, "/fake/drop-watches"));
+  // Its other watches are back: so is the claims one, held (the fault is taken).
+  REQUIRE(Eventually([&] { return WatchesOf(*n.api, "persistentvolumes") > 0 && WatchesOf(*n.api, "storageclasses") > 0; }));
+
+  Provisioner a(*n.api, root, {{"NODE_NAME", "node-a"}});
+  REQUIRE(Ready(a));
+  // node-a's instance makes the directory, then its PV create is held back 4 s.
+  REQUIRE(faults::Inject(*n.api, {"create", "persistentvolumes", 0, 1, 0, 4000}));
+  n.Claim("fresh", "hostpath", "hostpath-provisioner.io/node", "node-a");
+  REQUIRE(n.WaitBound("fresh"));
+  const std::string pv = n.VolumeOf("fresh"), dir = root + "/default-fresh-" + pv;
+  CHECK(Exists(dir));
+  CHECK_THAT(b.Log(), !Catch::Contains("removed orphaned directory " + dir));
+}
