@@ -281,7 +281,8 @@ class Controller {
       LogWarn(key + ": not acting: this instance may no longer hold the lease");
       return Retry();
     }
-    if (Status s = roots_->primary().StillAtPath(); !s.ok()) return RootMoved(key, s.Wrap("PV_DIR"));
+    // Claims and volumes are checked once they are known to be ours (SyncClaim, SyncVolume).
+    if ((key == kScanOrphans || key.rfind(kGoneNode, 0) == 0) && RootMoved(key)) return Retry();
     if (key == kScanOrphans) {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
       return ScanOrphans(w) ? Done() : Retry(w.conn.last_retry_after());
@@ -345,18 +346,21 @@ class Controller {
     return complete;
   }
 
-  // PV_DIR no longer names the directory held open: nothing is done (volumes made now would
-  // be in a directory that PVs do not name); the claim or volume is told, and /healthz fails
-  // so that the kubelet restarts the pod onto the right directory.
-  Outcome RootMoved(const std::string& key, const Status& why) {
-    const std::string message = why.message() + "; nothing done until the provisioner restarts";
+  // True when PV_DIR no longer names the directory held open: nothing is to be done (volumes
+  // made now would be in a directory that PVs do not name); the claim or volume of `key`, which
+  // must be ours, is told, and /healthz fails so that the kubelet restarts the pod onto the
+  // right directory.
+  bool RootMoved(const std::string& key) {
+    Status moved = roots_->primary().StillAtPath();
+    if (moved.ok()) return false;
+    const std::string message = moved.Wrap("PV_DIR").message() + "; nothing done until the provisioner restarts";
     LogError(key + ": " + message);
     if (key.rfind("claim/", 0) == 0) {
       if (std::optional<Claim> c = claims_.Get(key.substr(6))) recorder_.Warning(Of(*c), reason::kProvisioningFailed, message);
     } else if (key.rfind("volume/", 0) == 0) {
       if (std::optional<Volume> v = volumes_.Get(key.substr(7))) recorder_.Warning(Of(*v), reason::kVolumeFailedDelete, message);
     }
-    return Retry();
+    return true;
   }
 
   static Involved Of(const Claim& c) {
@@ -377,6 +381,7 @@ class Controller {
     std::optional<Volume> existing = volumes_.Get(pv_name);
     if (!existing && made) return Done();  // made it; its watch event is on the way
     Action a = DecideClaim(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr);
+    if (a.kind != Action::kNothing && RootMoved("claim/" + key)) return Retry();
     switch (a.kind) {
       case Action::kNothing:
         LogDebug(2, "claim " + key + ": nothing to do: " + a.why);
@@ -407,6 +412,7 @@ class Controller {
       LogDebug(2, "claim " + KeyOf(claim.meta) + ": nothing to expand: " + e.why);
       return Done();
     }
+    if (RootMoved("claim/" + KeyOf(claim.meta))) return Retry();
     if (e.kind == Expansion::kFail) {
       LogWarn("claim " + KeyOf(claim.meta) + ": " + e.why);
       recorder_.Warning(Of(claim), reason::kVolumeResizeFailed, e.why);
@@ -524,6 +530,7 @@ class Controller {
     std::optional<StorageClass> sc;
     if (OnAllNodes(*v) && !v->storage_class_name.empty()) sc = classes_.Get(v->storage_class_name);
     Action a = DecideVolume(cfg_, *v, sc ? &*sc : nullptr);
+    if (a.kind != Action::kNothing && RootMoved("volume/" + name)) return Retry();
     switch (a.kind) {
       case Action::kNothing:
         LogDebug(2, "volume " + name + ": nothing to do: " + a.why);

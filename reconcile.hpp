@@ -301,6 +301,10 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   const bool all_nodes = sc != nullptr && sc->provisioner == cfg.provisioner_name &&
                          sc->parameters.count("nodes") && sc->parameters.at("nodes") == "all";
   if (!cfg.node_name.empty()) {  // node-aware: every instance sees every claim; one acts
+    // A WaitForFirstConsumer claim naming no node waits for the scheduler (also once an instance
+    // handed it back): nothing to tell the user.
+    if (node.empty() && !all_nodes && sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer")
+      return Nothing("waiting for the scheduler to pick a node (WaitForFirstConsumer)");
     if (node.empty() && !all_nodes) {
       Action a = Fail(failed, "this provisioner runs on every node and the claim names none: add the annotation " +
                                   std::string(ann::kNode) + "=<node name> to the claim, or use a StorageClass with "

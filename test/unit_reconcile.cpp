@@ -435,6 +435,11 @@ TEST_CASE("node-aware: a claim naming no node gets one shared warning, not retri
   CHECK_THAT(a.message, Catch::Contains(ann::kNode) && Catch::Contains("WaitForFirstConsumer"));
   // Every instance says exactly the same, so that they make one event between them.
   CHECK(DecideClaim(NodeConfig("node-b"), claim, &sc, nullptr).message == a.message);
+  // Of a WaitForFirstConsumer class it waits for the scheduler, also once an instance handed it
+  // back: nothing to say.
+  StorageClass wffc = OurClass();
+  wffc.volume_binding_mode = "WaitForFirstConsumer";
+  CHECK(DecideClaim(NodeConfig("node-a"), claim, &wffc, nullptr).kind == Action::kNothing);
   // A claim for another node is left alone even when its class is missing: no event storm.
   claim.meta.annotations[ann::kSelectedNode] = "node-b";
   CHECK(DecideClaim(NodeConfig("node-a"), claim, nullptr, nullptr).kind == Action::kNothing);
