@@ -442,7 +442,8 @@ class Controller {
       if (std::string shortfall = SpaceShortfall(a.request_bytes, *available, promised, volumes, a.overcommit);
           !shortfall.empty()) {
         space_waiters_.Insert(KeyOf(claim.meta));
-        return ProvisionFailed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall,
+        return ProvisionFailed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall +
+                                             "; " + SpaceAdvice(false, a.overcommit, a.volume.storage_class_name),
                                true);
       }
     }

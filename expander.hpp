@@ -34,7 +34,7 @@ class Expander {
     }
     if (!e.volume_done) {
       bool no_room = false;
-      if (std::string why = Fits(v, e, &no_room); !why.empty()) {
+      if (std::string why = Fits(claim, v, e, &no_room); !why.empty()) {
         LogWarn("claim " + key + ": " + why);
         recorder_->Warning(who, reason::kVolumeResizeFailed, why);
         return no_room ? Next::kNoRoom : Next::kRetry;
@@ -57,7 +57,7 @@ class Expander {
   // growth must fit in the free space; without, the new size less what the volume already
   // uses must fit in the free space less what the other volumes under the root may still
   // fill, as for a new volume. *no_room: the space is what is short.
-  std::string Fits(const Volume& v, const Expansion& e, bool* no_room) const {
+  std::string Fits(const Claim& claim, const Volume& v, const Expansion& e, bool* no_room) const {
     Result<Roots::Ref> root = roots_->Get(e.root);
     if (!root.ok()) return "cannot use " + e.root + ": " + root.status().message();
     if (e.require_mount)
@@ -72,7 +72,7 @@ class Expander {
     if (shortfall.empty()) return "";
     *no_room = true;
     return "cannot grow volume " + v.meta.name + " from " + HumanBytes(static_cast<uint64_t>(e.from_bytes)) + " to " +
-           e.size + " under " + e.root + ": " + shortfall;
+           e.size + " under " + e.root + ": " + shortfall + "; " + SpaceAdvice(true, e.overcommit, claim.storage_class_name);
   }
 
   // A conflict means a newer claim is on its way through the watch: retried then, quietly.

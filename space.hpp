@@ -46,7 +46,7 @@ inline std::string HumanBytes(uint64_t bytes) {
 
 // Pure. Does a volume of `request` bytes fit, with `available` bytes free on the filesystem
 // and `promised` bytes promised to `volumes` other volumes under the same root? "" if it does,
-// else a message naming the sizes and what to do.
+// else a message naming the sizes (SpaceAdvice says what to do).
 inline std::string SpaceShortfall(int64_t request, uint64_t available, uint64_t promised, size_t volumes,
                                   bool overcommit) {
   const uint64_t want = request > 0 ? static_cast<uint64_t>(request) : 0;
@@ -56,8 +56,23 @@ inline std::string SpaceShortfall(int64_t request, uint64_t available, uint64_t 
   if (!overcommit)
     message += " (" + HumanBytes(available) + " free on the filesystem, less " + HumanBytes(promised) +
                " promised to " + std::to_string(volumes) + " other volume" + (volumes == 1 ? "" : "s") + ")";
-  return message + "; free some space, ask for less" +
-         (overcommit ? std::string() : ", or let the class overcommit (parameter overcommit: \"true\")");
+  return message;
+}
+
+// Pure. What a user can do when a new volume (`growth` false) or a volume's growth did not fit
+// under its root, with a class (`class_name`) that overcommits or not: only what every cluster
+// allows. Lowering the request is not offered: Kubernetes refuses any change to a pending claim's
+// spec (it can be made anew instead), and lowers a bound claim's request only with the feature
+// gate RecoverVolumeExpansionFailure (alpha in 1.23, on by default from 1.32), then only to above
+// its capacity; which the server allows cannot be told from here.
+inline std::string SpaceAdvice(bool growth, bool overcommit, const std::string& class_name) {
+  std::string advice = "free space on that filesystem or delete volumes no longer needed (retried at once when one goes), "
+                       "or give the root a larger filesystem";
+  if (!growth) advice += "; or delete the claim and create it again with a smaller request";
+  if (!overcommit)
+    advice += "; or create StorageClass " + class_name + " anew with parameter overcommit: \"true\" (parameters cannot "
+              "be edited; deleting a class leaves its claims and volumes alone)";
+  return advice;
 }
 
 // What volumes of ours were promised, per root, beyond what they use, kept up to date from the

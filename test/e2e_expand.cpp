@@ -125,6 +125,12 @@ TEST_CASE("an expansion that does not fit waits with a VolumeResizeFailed event,
     named_sizes = named_sizes || (e.find("from 2.0 MiB to 8Mi") != std::string::npos &&
                                   e.find("not enough space: 6.0 MiB requested") != std::string::npos);
   CHECK(named_sizes);
+  // The advice is what a user can do: Kubernetes 1.24 refuses to lower the request again.
+  CHECK(HasEvent(api, "data", "Warning VolumeResizeFailed: cannot grow volume"));
+  for (const std::string& e : Events(api, "data"))
+    if (e.rfind("Warning VolumeResizeFailed", 0) == 0)
+      CHECK_THAT(e, Catch::EndsWith("; free space on that filesystem or delete volumes no longer needed (retried at once "
+                                    "when one goes), or give the root a larger filesystem"));
   const picojson::value waiting = api.Claim("default", "data");
   CHECK(HasCondition(waiting, "Resizing"));
   CHECK(ClaimCapacity(api, "data") == "2Mi");

@@ -48,6 +48,14 @@ TEST_CASE("a claim that does not fit its root waits with an event naming both si
   api.CreateYaml(ClaimYaml("default", "c", "strict", "1Mi"));
   REQUIRE(Eventually([&] { return HasEvent(api, "c", "ProvisioningFailed", "less 12.0 MiB promised to 2 other volumes"); }));
   CHECK(Phase(api.Claim("default", "c")) == "Pending");
+  // The advice is what a user can do: a pending claim's request cannot be edited, nor a class's parameters.
+  const std::string room = "; free space on that filesystem or delete volumes no longer needed (retried at once when one "
+                           "goes), or give the root a larger filesystem; or delete the claim and create it again with a "
+                           "smaller request";
+  CHECK(HasEvent(api, "huge", "ProvisioningFailed", "20.0 MiB requested, 10.0 MiB available" + room));
+  CHECK(HasEvent(api, "c", "ProvisioningFailed", "promised to 2 other volumes)" + room + "; or create StorageClass strict "
+                 "anew with parameter overcommit: \"true\" (parameters cannot be edited; deleting a class leaves its "
+                 "claims and volumes alone)"));
   // Turned off, anything goes.
   api.CreateYaml(ClaimYaml("default", "d", "unchecked", "1Ti"));
   REQUIRE(Eventually([&] { return Phase(api.Claim("default", "d")) == "Bound"; }));

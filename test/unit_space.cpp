@@ -3,21 +3,36 @@
 
 #include "space.hpp"
 
-TEST_CASE("SpaceShortfall: fits, or names the sizes and what to do", "[space]") {
+TEST_CASE("SpaceShortfall: fits, or names the sizes", "[space]") {
   const int64_t mib = 1 << 20;
   CHECK(SpaceShortfall(5 * mib, 10 * mib, 0, 0, false).empty());
   CHECK(SpaceShortfall(10 * mib, 10 * mib, 0, 0, false).empty());
   CHECK(SpaceShortfall(5 * mib, 10 * mib, 8 * mib, 3, true).empty());  // overcommit: promises do not count
   std::string strict = SpaceShortfall(5 * mib, 10 * mib, 8 * mib, 3, false);
   CHECK(strict == "not enough space: 5.0 MiB requested, 2.0 MiB available (10.0 MiB free on the filesystem, less 8.0 MiB "
-                  "promised to 3 other volumes); free some space, ask for less, or let the class overcommit (parameter "
-                  "overcommit: \"true\")");
+                  "promised to 3 other volumes)");
   CHECK_THAT(SpaceShortfall(5 * mib, 10 * mib, 20 * mib, 1, false), Catch::Contains("0 B available") && Catch::Contains("1 other volume)"));
-  CHECK(SpaceShortfall(11 * mib, 10 * mib, 0, 0, true) ==
-        "not enough space: 11.0 MiB requested, 10.0 MiB available; free some space, ask for less");
+  CHECK(SpaceShortfall(11 * mib, 10 * mib, 0, 0, true) == "not enough space: 11.0 MiB requested, 10.0 MiB available");
   CHECK(HumanBytes(0) == "0 B");
   CHECK(HumanBytes(1536) == "1.5 KiB");
   CHECK(HumanBytes(uint64_t{1} << 40) == "1.0 TiB");
+}
+
+TEST_CASE("SpaceAdvice: only what every cluster lets a user do; never lowering a request in place", "[space]") {
+  const std::string room = "free space on that filesystem or delete volumes no longer needed (retried at once when one "
+                           "goes), or give the root a larger filesystem";
+  const std::string recreate_class = "; or create StorageClass strict anew with parameter overcommit: \"true\" "
+                                     "(parameters cannot be edited; deleting a class leaves its claims and volumes alone)";
+  // A new volume: its claim can be made again, smaller (a pending claim's spec cannot change).
+  CHECK(SpaceAdvice(false, true, "strict") == room + "; or delete the claim and create it again with a smaller request");
+  CHECK(SpaceAdvice(false, false, "strict") ==
+        room + "; or delete the claim and create it again with a smaller request" + recreate_class);
+  // A growth: the request is not to be lowered (refused by the API server unless
+  // RecoverVolumeExpansionFailure is on).
+  CHECK(SpaceAdvice(true, true, "strict") == room);
+  CHECK(SpaceAdvice(true, false, "strict") == room + recreate_class);
+  for (bool growth : {false, true})
+    for (bool overcommit : {false, true}) CHECK_THAT(SpaceAdvice(growth, overcommit, "c"), !Catch::Contains("less") && !Catch::Contains("lower"));
 }
 
 TEST_CASE("Promises: per root, updated in place, leaving a volume out", "[space]") {
