@@ -438,8 +438,10 @@ class Controller {
     if (a.check_space) {
       Result<uint64_t> available = space_->Available(**root);
       if (!available.ok()) return ProvisionFailed(w, claim, "cannot tell the free space: " + available.status().message());
-      auto [promised, volumes] = promises_.Under(a.root, a.volume.meta.name);
-      if (std::string shortfall = SpaceShortfall(a.request_bytes, *available, promised, volumes, a.overcommit);
+      // Checked and reserved in one step: workers deciding at the same time do not all see the
+      // same room. The PV's watch event takes the reservation over; a failure below drops it.
+      if (std::string shortfall = promises_.Reserve(a.volume.meta.name, a.root, a.request_bytes,
+                                                    static_cast<uint64_t>(a.request_bytes), *available, a.overcommit);
           !shortfall.empty()) {
         space_waiters_.Insert(KeyOf(claim.meta));
         return ProvisionFailed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall +
@@ -448,6 +450,7 @@ class Controller {
       }
     }
     if (Status s = (*root)->MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) {
+      promises_.Release(a.volume.meta.name);
       const std::string hint = FixHint(s);
       const int e = s.sys_errno();
       return ProvisionFailed(w, claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint),
@@ -467,6 +470,7 @@ class Controller {
         s = Status::Ok();
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
+        promises_.Release(a.volume.meta.name);
         if (Status r = (*root)->RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
         return ProvisionFailed(w, claim, "a PersistentVolume named " + a.volume.meta.name +
                                           " already exists and is not the one this provisioner made for this claim "
@@ -478,6 +482,7 @@ class Controller {
     }
     if (!s.ok()) {
       created_.Erase(a.volume.meta.name);
+      promises_.Release(a.volume.meta.name);
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
       Outcome o = ProvisionFailed(w, claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
       o.retry_after = w.conn.last_retry_after();

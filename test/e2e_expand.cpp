@@ -143,3 +143,39 @@ TEST_CASE("an expansion that does not fit waits with a VolumeResizeFailed event,
   CHECK_FALSE(HasCondition(api.Claim("default", "data"), "Resizing"));
   CHECK(api.Denials().empty());
 }
+
+TEST_CASE("a strict class holds when expansions arrive together: of four 1Mi volumes asking for 6Mi on 10 MiB, one grows", "[e2e][expand]") {
+  TempDir tmp;
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ExpandableClass("strict", true, "  overcommit: \"false\"\n"));
+  const std::vector<std::string> names = {"g1", "g2", "g3", "g4"};
+  auto p = std::make_unique<Provisioner>(api, fs.dir, std::map<std::string, std::string>{{"WORKERS", "4"}});
+  for (const std::string& name : names) api.CreateYaml(ClaimYaml("default", name, "strict", "1Mi"));
+  for (const std::string& name : names) REQUIRE(Eventually([&] { return Phase(api.Claim("default", name)) == "Bound"; }));
+  // Asked for while the provisioner is down, so that its first list hands all four to its four
+  // workers at once. Each alone fits: 6 MiB against 10 MiB free less the 3 MiB of the others.
+  // A slow API server (every request answered 100 ms late) keeps the PVs' new sizes from
+  // reaching the provisioner while its workers decide, as under load.
+  p.reset();
+  for (const std::string& name : names) REQUIRE(AskFor(api, name, "6Mi").code == 200);
+  REQUIRE(api.Call("POST", "/fake/delay?ms=100").code == 200);
+  p = std::make_unique<Provisioner>(api, fs.dir, std::map<std::string, std::string>{{"WORKERS", "4"}});
+  int grown = 0, refused = 0;
+  auto settled = [&] {
+    grown = refused = 0;
+    for (const std::string& name : names) {
+      if (ClaimCapacity(api, name) == "6Mi") ++grown;
+      else if (HasEvent(api, name, "Warning VolumeResizeFailed: cannot grow volume")) ++refused;
+    }
+    return grown + refused == 4;
+  };
+  REQUIRE(Eventually(settled));
+  INFO("grown " << grown << ", refused " << refused);
+  CHECK(grown == 1);
+  int volumes_grown = 0;
+  for (const std::string& name : names) volumes_grown += VolumeCapacity(api, api.Claim("default", name)) == "6Mi";
+  CHECK(volumes_grown == 1);
+  CHECK(api.Denials().empty());
+}

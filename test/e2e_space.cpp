@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "tmpfs.hpp"
@@ -65,5 +67,32 @@ TEST_CASE("a claim that does not fit its root waits with an event naming both si
   REQUIRE(api.Delete(kClaims + std::string("b")).code == 200);
   REQUIRE(Eventually([&] { return Phase(api.Claim("default", "c")) == "Bound"; }));
   CHECK(Phase(api.Claim("default", "huge")) == "Pending");
+  CHECK(api.Denials().empty());
+}
+
+TEST_CASE("a strict class holds when claims arrive together: of four 6Mi claims on 10 MiB one binds, the others wait", "[e2e][space]") {
+  TempDir tmp;
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("strict", "Delete", "hostpath-provisioner.io/hostpath", "  overcommit: \"false\"\n"));
+  // Made before the provisioner starts, so that its first list hands all four to its four
+  // workers at once (as after a restart, or a StatefulSet scaled up).
+  const std::vector<std::string> names = {"r1", "r2", "r3", "r4"};
+  for (const std::string& name : names) api.CreateYaml(ClaimYaml("default", name, "strict", "6Mi"));
+  Provisioner p(api, fs.dir, {{"WORKERS", "4"}});
+  int bound = 0, refused = 0;
+  auto settled = [&] {
+    bound = refused = 0;
+    for (const std::string& name : names) {
+      if (Phase(api.Claim("default", name)) == "Bound") ++bound;
+      else if (HasEvent(api, name, "ProvisioningFailed", "not enough space: 6.0 MiB requested")) ++refused;
+    }
+    return bound + refused == 4;
+  };
+  REQUIRE(Eventually(settled));
+  INFO("bound " << bound << ", refused " << refused);
+  CHECK(bound == 1);
+  CHECK(ListDir(fs.dir).size() == 1);
   CHECK(api.Denials().empty());
 }

@@ -35,6 +35,37 @@ TEST_CASE("SpaceAdvice: only what every cluster lets a user do; never lowering a
     for (bool overcommit : {false, true}) CHECK_THAT(SpaceAdvice(growth, overcommit, "c"), !Catch::Contains("less") && !Catch::Contains("lower"));
 }
 
+TEST_CASE("Promises: a reservation checks and holds the room in one step until the watch event or a release", "[space]") {
+  const int64_t mib = 1 << 20;
+  Promises p;
+  // Four 6 MiB volumes on 10 MiB, strict: the first is reserved, the others find 4 MiB.
+  CHECK(p.Reserve("v1", "/a", 6 * mib, 6 * mib, 10 * mib, false).empty());
+  for (const char* v : {"v2", "v3", "v4"})
+    CHECK(p.Reserve(v, "/a", 6 * mib, 6 * mib, 10 * mib, false) ==
+          "not enough space: 6.0 MiB requested, 4.0 MiB available (10.0 MiB free on the filesystem, less 6.0 MiB "
+          "promised to 1 other volume)");
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{6 * mib}, size_t{1}));
+  // Its PV's watch event takes over; a later release changes nothing.
+  p.Set("v1", "/a", 6 * mib);
+  p.Release("v1");
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{6 * mib}, size_t{1}));
+  // A failed provision releases its reservation: the room is free again.
+  CHECK(p.Reserve("v2", "/b", 3 * mib, 3 * mib, 10 * mib, false).empty());
+  p.Release("v2");
+  CHECK(p.Under("/b", "") == std::make_pair(uint64_t{0}, size_t{0}));
+  // An expansion reserves the new size; an event still bringing the old size keeps it; a
+  // failed one goes back to what the watch last said.
+  CHECK(p.Reserve("v1", "/a", 8 * mib, 8 * mib, 10 * mib, false).empty());
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{8 * mib}, size_t{1}));
+  p.Set("v1", "/a", 6 * mib);
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{8 * mib}, size_t{1}));
+  p.Release("v1");
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{6 * mib}, size_t{1}));
+  // Overcommit: promises do not count, but the reservation is still recorded for strict classes.
+  CHECK(p.Reserve("v5", "/a", 9 * mib, 9 * mib, 10 * mib, true).empty());
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{15 * mib}, size_t{2}));
+}
+
 TEST_CASE("Promises: per root, updated in place, leaving a volume out", "[space]") {
   Promises p;
   p.Set("v1", "/a", 100);
