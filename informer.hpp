@@ -8,7 +8,6 @@
 #pragma once
 #include <malloc.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -42,28 +41,6 @@ inline void ReleaseFreeMemory() {
 
 // The cache key of an object: "namespace/name", or "name" when cluster-scoped.
 inline std::string KeyOf(const ObjectMeta& m) { return m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name; }
-
-// The wait before a relist after 410 Gone, as client-go's reflector backs off before each
-// ListAndWatch it starts again (NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)): 0.8 s,
-// doubling up to 30 s, each stretched by a random 0 to 100 %; back to 0.8 s once 2 minutes pass
-// without one. A server that answers every watch 410 gets a few lists a minute, not a stream.
-class RelistBackoff {
- public:
-  template <class Rng>
-  std::chrono::milliseconds Next(std::chrono::steady_clock::time_point now, Rng& rng) {
-    if (now - last_ > std::chrono::minutes(2)) step_ = kFirst;
-    last_ = now;
-    const std::chrono::milliseconds base = step_;
-    step_ = std::min<std::chrono::milliseconds>(step_ * 2, kCap);
-    std::uniform_real_distribution<double> stretch(1.0, 2.0);
-    return std::chrono::milliseconds(static_cast<long>(static_cast<double>(base.count()) * stretch(rng)));
-  }
-
- private:
-  static constexpr std::chrono::milliseconds kFirst{800}, kCap{30000};
-  std::chrono::milliseconds step_ = kFirst;
-  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-};
 
 template <class T>
 class Informer {
@@ -133,7 +110,7 @@ class Informer {
   void Run() {
     std::string rv;
     int failures = 0;
-    RelistBackoff relist_backoff;
+    RelistBackoff relist_backoff(std::chrono::steady_clock::now());
     while (!Stopping()) {
       Status s = rv.empty() ? Relist(&rv) : Watch(&rv);
       if (Stopping()) break;
