@@ -1,10 +1,10 @@
 // The steps of a volume expansion that expansion.hpp decided, as an external resizer takes
 // them: mark the claim Resizing (a Normal event), check that the growth fits and reserve it,
 // set the PV's spec.capacity, then set the claim's status.capacity and take the resize
-// conditions out (VolumeResizeSuccessful). A failure is a VolumeResizeFailed Warning and is retried; the
-// claim stays Resizing meanwhile, as with the external resizer. Each step is idempotent and
-// the claim's changes carry its resourceVersion, so a retry or a second instance never
-// records a size twice.
+// conditions out (VolumeResizeSuccessful). A failure is a VolumeResizeFailed Warning and is
+// retried; the claim stays Resizing meanwhile, as with the external resizer. Each step is
+// idempotent and the claim's changes carry its resourceVersion, so a retry or a second
+// instance never records a size twice.
 #pragma once
 #include <algorithm>
 #include <string>
