@@ -294,7 +294,8 @@ class Controller {
       LogWarn(key + ": not acting: this instance may no longer hold the lease");
       return Retry();
     }
-    if (Status s = roots_->primary().StillAtPath(); !s.ok()) return RootMoved(key, s.Wrap("PV_DIR"));
+    // Claims and volumes are checked once they are known to be ours (SyncClaim, SyncVolume).
+    if ((key == kScanOrphans || key.rfind(kGoneNode, 0) == 0) && RootMoved(key)) return Retry();
     if (key == kScanOrphans) {
       std::unique_lock<std::shared_mutex> alone(fs_mu_);
       return ScanOrphans(w) ? Done() : Retry(w.conn.last_retry_after());
@@ -398,18 +399,21 @@ class Controller {
     return Status::Ok();
   }
 
-  // PV_DIR no longer names the directory held open: nothing is done (volumes made now would
-  // be in a directory that PVs do not name); the claim or volume is told, and /healthz fails
-  // so that the kubelet restarts the pod onto the right directory.
-  Outcome RootMoved(const std::string& key, const Status& why) {
-    const std::string message = why.message() + "; nothing done until the provisioner restarts";
+  // True when PV_DIR no longer names the directory held open: nothing is to be done (volumes
+  // made now would be in a directory that PVs do not name); the claim or volume of `key`, which
+  // must be ours, is told, and /healthz fails so that the kubelet restarts the pod onto the
+  // right directory.
+  bool RootMoved(const std::string& key) {
+    Status moved = roots_->primary().StillAtPath();
+    if (moved.ok()) return false;
+    const std::string message = moved.Wrap("PV_DIR").message() + "; nothing done until the provisioner restarts";
     LogError(key + ": " + message);
     if (key.rfind("claim/", 0) == 0) {
       if (std::optional<Claim> c = claims_.Get(key.substr(6))) recorder_.Warning(Of(*c), reason::kProvisioningFailed, message);
     } else if (key.rfind("volume/", 0) == 0) {
       if (std::optional<Volume> v = volumes_.Get(key.substr(7))) recorder_.Warning(Of(*v), reason::kVolumeFailedDelete, message);
     }
-    return Retry();
+    return true;
   }
 
   static Involved Of(const Claim& c) {
@@ -430,6 +434,7 @@ class Controller {
     std::optional<Volume> existing = volumes_.Get(pv_name);
     if (!existing && made) return Done();  // made it; its watch event is on the way
     Action a = DecideClaim(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr);
+    if (a.kind != Action::kNothing && RootMoved("claim/" + key)) return Retry();
     switch (a.kind) {
       case Action::kNothing:
         LogDebug(2, "claim " + key + ": nothing to do: " + a.why);
@@ -461,6 +466,7 @@ class Controller {
       if (e.held_elsewhere && IsShared(*v)) return AdoptToExpand(w, *v);
       return e.held_elsewhere ? UnlessNoHolder(w, claim, *v) : Done();
     }
+    if (RootMoved("claim/" + KeyOf(claim.meta))) return Retry();
     if (e.kind == Expansion::kFail) {
       LogWarn("claim " + KeyOf(claim.meta) + ": " + e.why);
       recorder_.Warning(Of(claim), reason::kVolumeResizeFailed, e.why);
@@ -521,17 +527,21 @@ class Controller {
     if (a.check_space) {
       Result<uint64_t> available = space_->Available(**root);
       if (!available.ok()) return ProvisionFailed(w, claim, "cannot tell the free space: " + available.status().message());
-      auto [promised, volumes] = promises_.Under(a.root, a.volume.meta.name);
-      if (std::string shortfall = SpaceShortfall(a.request_bytes, *available, promised, volumes, a.overcommit);
+      // Checked and reserved in one step: workers deciding at the same time do not all see the
+      // same room. The PV's watch event takes the reservation over; a failure below drops it.
+      if (std::string shortfall = promises_.Reserve(a.volume.meta.name, a.root, a.request_bytes,
+                                                    static_cast<uint64_t>(a.request_bytes), *available, a.overcommit);
           !shortfall.empty()) {
         space_waiters_.Insert(KeyOf(claim.meta));
-        return ProvisionFailed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall,
+        return ProvisionFailed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall +
+                                             "; " + SpaceAdvice(false, a.overcommit, a.volume.storage_class_name),
                                true);
       }
     }
     Result<MadeDir> made = MakeVolumeDir(**root, a);
     if (!made.ok()) {
       const Status& s = made.status();
+      promises_.Release(a.volume.meta.name);
       const std::string hint = FixHint(s);
       const int e = s.sys_errno();
       return ProvisionFailed(w, claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint),
@@ -555,6 +565,7 @@ class Controller {
         s = Status::Ok();
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
+        promises_.Release(a.volume.meta.name);
         if (Status r = (*root)->RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
         return ProvisionFailed(w, claim, "a PersistentVolume named " + a.volume.meta.name +
                                           " already exists and is not the one this provisioner made for this claim "
@@ -566,6 +577,7 @@ class Controller {
     }
     if (!s.ok()) {
       created_.Erase(a.volume.meta.name);
+      promises_.Release(a.volume.meta.name);
       std::string hint = s.code() == Status::kForbidden ? "; the provisioner's RBAC must allow creating persistentvolumes" : "";
       Outcome o = ProvisionFailed(w, claim, "creating PersistentVolume " + a.volume.meta.name + " failed: " + s.message() + hint);
       o.retry_after = w.conn.last_retry_after();
@@ -623,6 +635,7 @@ class Controller {
     std::optional<StorageClass> sc;
     if (OnAllNodes(*v) && !v->storage_class_name.empty()) sc = classes_.Get(v->storage_class_name);
     Action a = DecideVolume(cfg_, *v, sc ? &*sc : nullptr);
+    if (a.kind != Action::kNothing && RootMoved("volume/" + name)) return Retry();
     switch (a.kind) {
       case Action::kNothing:
         LogDebug(2, "volume " + name + ": nothing to do: " + a.why);

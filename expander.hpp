@@ -1,10 +1,10 @@
 // The steps of a volume expansion that expansion.hpp decided, as an external resizer takes
-// them: mark the claim Resizing (a Normal event), check that the growth fits, set the PV's
-// spec.capacity, then set the claim's status.capacity and take the resize conditions out
-// (VolumeResizeSuccessful). A failure is a VolumeResizeFailed Warning and is retried; the
-// claim stays Resizing meanwhile, as with the external resizer. Each step is idempotent and
-// the claim's changes carry its resourceVersion, so a retry or a second instance never
-// records a size twice.
+// them: mark the claim Resizing (a Normal event), check that the growth fits and reserve it,
+// set the PV's spec.capacity, then set the claim's status.capacity and take the resize
+// conditions out (VolumeResizeSuccessful). A failure is a VolumeResizeFailed Warning and is
+// retried; the claim stays Resizing meanwhile, as with the external resizer. Each step is
+// idempotent and the claim's changes carry its resourceVersion, so a retry or a second
+// instance never records a size twice.
 #pragma once
 #include <algorithm>
 #include <string>
@@ -19,7 +19,7 @@
 
 class Expander {
  public:
-  Expander(Roots* roots, const SpaceBackend* const* space, const Promises* promises, EventRecorder* recorder)
+  Expander(Roots* roots, const SpaceBackend* const* space, Promises* promises, EventRecorder* recorder)
       : roots_(roots), space_(space), promises_(promises), recorder_(recorder) {}
 
   enum class Next { kDone, kRetry, kNoRoom };  // kNoRoom: retried, and at once when space frees up
@@ -35,7 +35,7 @@ class Expander {
     }
     if (!e.volume_done) {
       bool no_room = false;
-      if (std::string why = Fits(v, e, &no_room); !why.empty()) {
+      if (std::string why = Fits(claim, v, e, &no_room); !why.empty()) {
         LogWarn("claim " + key + ": " + why);
         recorder_->Warning(who, reason::kVolumeResizeFailed, why);
         return no_room ? Next::kNoRoom : Next::kRetry;
@@ -47,6 +47,7 @@ class Expander {
         return Next::kRetry;
       }
       if (Status s = api.SetVolumeCapacity(v, e.size); !s.ok()) {
+        promises_->Release(v.meta.name);
         if (s.code() == Status::kConflict) return Quiet(key, s);  // changed meanwhile (another node's instance?)
         LogWarn("claim " + key + ": " + s.message());
         recorder_->Warning(who, reason::kVolumeResizeFailed, "expanding volume " + v.meta.name + " failed: " + s.message());
@@ -64,8 +65,10 @@ class Expander {
   // "" when the growth fits (or is not checked), else why not. With overcommit only the
   // growth must fit in the free space; without, the new size less what the volume already
   // uses must fit in the free space less what the other volumes under the root may still
-  // fill, as for a new volume. *no_room: the space is what is short.
-  std::string Fits(const Volume& v, const Expansion& e, bool* no_room) const {
+  // fill, as for a new volume. The new size is reserved in the same step (Promises::Reserve),
+  // until the PV's watch event brings it or the PV's update fails. *no_room: the space is what
+  // is short.
+  std::string Fits(const Claim& claim, const Volume& v, const Expansion& e, bool* no_room) {
     Result<Roots::Ref> root = roots_->Get(e.root);
     if (!root.ok()) return "cannot use " + e.root + ": " + root.status().message();
     if (e.require_mount)
@@ -73,14 +76,14 @@ class Expander {
     if (!e.check_space) return "";
     Result<uint64_t> available = (*space_)->Available(**root);
     if (!available.ok()) return "cannot tell the free space: " + available.status().message();
-    auto [promised, volumes] = promises_->Under(e.root, v.meta.name);
     const int64_t used = static_cast<int64_t>(std::min<uint64_t>(promises_->Used(v.meta.name), e.bytes));
     const int64_t want = e.overcommit ? e.bytes - e.from_bytes : e.bytes - used;
-    std::string shortfall = SpaceShortfall(want, *available, promised, volumes, e.overcommit);
+    std::string shortfall =
+        promises_->Reserve(v.meta.name, e.root, want, static_cast<uint64_t>(e.bytes), *available, e.overcommit);
     if (shortfall.empty()) return "";
     *no_room = true;
     return "cannot grow volume " + v.meta.name + " from " + HumanBytes(static_cast<uint64_t>(e.from_bytes)) + " to " +
-           e.size + " under " + e.root + ": " + shortfall;
+           e.size + " under " + e.root + ": " + shortfall + "; " + SpaceAdvice(true, e.overcommit, claim.storage_class_name);
   }
 
   // A volume made with its size enforced (class parameter quota) gets the new size as its limit.
@@ -102,6 +105,6 @@ class Expander {
 
   Roots* roots_;
   const SpaceBackend* const* space_;
-  const Promises* promises_;
+  Promises* promises_;
   EventRecorder* recorder_;
 };

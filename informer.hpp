@@ -1,13 +1,15 @@
 // An informer keeps a read-only cache of one kind of object: it lists the collection (in
 // pages), then watches from the list's resourceVersion, resumes a dropped watch from the last
-// version seen, relists on 410 Gone, and backs off (capped, jittered, Retry-After honoured) on
-// errors. Every change calls the handler with the object's key. One thread per informer.
+// version seen, relists on 410 Gone after a backoff of its own (RelistBackoff), and backs off
+// (capped, jittered, Retry-After honoured) on errors. Every change calls the handler with the
+// object's key. One thread per informer.
 // Objects are cached as the transform leaves them (the controller's keep only the fields its
 // decisions read).
 #pragma once
 #include <malloc.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -108,6 +110,7 @@ class Informer {
   void Run() {
     std::string rv;
     int failures = 0;
+    RelistBackoff relist_backoff(std::chrono::steady_clock::now());
     while (!Stopping()) {
       Status s = rv.empty() ? Relist(&rv) : Watch(&rv);
       if (Stopping()) break;
@@ -116,9 +119,11 @@ class Informer {
         continue;
       }
       if (s.code() == Status::kGone) {
-        LogInfo(kind_ + " watch: resourceVersion too old (410); listing again");
+        const long delay = relist_backoff.Next(std::chrono::steady_clock::now(), rng_).count();
+        LogInfo(kind_ + " watch: resourceVersion too old (410); listing again in " + std::to_string(delay) + " ms");
         rv.clear();
         ++restarts_;
+        Sleep(std::chrono::milliseconds(delay));
         continue;
       }
       ++restarts_;

@@ -4,7 +4,7 @@
 // Several workers may Get() at once, but a key is never handed to two at a time: a key added
 // while a worker has it is handed out again only after that worker calls Done() (the
 // semantics of client-go's workqueue). Thread-safe. Get() sleeps until a key is due: an idle
-// queue wakes nobody.
+// queue wakes nobody. Also the backoffs the informers use (BackoffDelay, RelistBackoff).
 #pragma once
 #include <algorithm>
 #include <chrono>
@@ -30,6 +30,31 @@ std::chrono::milliseconds BackoffDelay(std::chrono::milliseconds base, std::chro
   std::uniform_real_distribution<double> jitter(0.8, 1.2);
   return std::chrono::milliseconds(static_cast<long>(ms * jitter(rng)));
 }
+
+// The wait before a relist after 410 Gone, as client-go's reflector backs off before each
+// ListAndWatch it starts again (NewExponentialBackoffManager(800ms, 30s, 2min, 2.0, 1.0)): 0.8 s,
+// doubling up to 30 s, each stretched by a random 0 to 100 %; back to 0.8 s once 2 minutes pass
+// without one. A server that answers every watch 410 gets a few lists a minute, not a stream.
+class RelistBackoff {
+ public:
+  explicit RelistBackoff(std::chrono::steady_clock::time_point start) : last_(start) {}
+
+  // The wait before the relist that follows a 410 at `now`.
+  template <class Rng>
+  std::chrono::milliseconds Next(std::chrono::steady_clock::time_point now, Rng& rng) {
+    if (now - last_ > std::chrono::minutes(2)) step_ = kFirst;
+    last_ = now;
+    const std::chrono::milliseconds base = step_;
+    step_ = std::min<std::chrono::milliseconds>(step_ * 2, kCap);
+    std::uniform_real_distribution<double> stretch(1.0, 2.0);
+    return std::chrono::milliseconds(static_cast<long>(static_cast<double>(base.count()) * stretch(rng)));
+  }
+
+ private:
+  static constexpr std::chrono::milliseconds kFirst{800}, kCap{30000};
+  std::chrono::milliseconds step_ = kFirst;
+  std::chrono::steady_clock::time_point last_;
+};
 
 class WorkQueue {
  public:

@@ -344,6 +344,10 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
   // claim names; the PV create is atomic, so one does.
   const bool shared = ClassIsShared(cfg, sc);
   if (!cfg.node_name.empty() && !shared) {  // node-aware: every instance sees every claim; one acts
+    // A WaitForFirstConsumer claim naming no node waits for the scheduler (also once an instance
+    // handed it back): nothing to tell the user.
+    if (node.empty() && !all_nodes && sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer")
+      return Nothing("waiting for the scheduler to pick a node (WaitForFirstConsumer)");
     if (node.empty() && !all_nodes) {
       Action a = Fail(failed, "this provisioner runs on every node and the claim names none: add the annotation " +
                                   std::string(ann::kNode) + "=<node name> to the claim, or use a StorageClass with "
@@ -366,15 +370,19 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
                             cfg.provisioner_name + ": recreate it with storageClassName set to a class of this provisioner",
                 false);
   if (sc == nullptr)
-    return Fail(failed, "StorageClass \"" + claim.storage_class_name + "\" not found: create it, or use an existing class");
+    return Fail(failed, "StorageClass \"" + claim.storage_class_name + "\" not found: create it (the claim waits for it), "
+                        "or create the claim again with an existing class");
   if (sc->provisioner != cfg.provisioner_name)
     return Nothing("class " + sc->meta.name + " belongs to provisioner " + sc->provisioner);
   if (claim.volume_mode == "Block")
-    return Fail(failed, "volumeMode Block is not supported: hostPath volumes are directories; use volumeMode Filesystem");
+    return Fail(failed, "volumeMode Block is not supported: hostPath volumes are directories; create the claim again with "
+                        "volumeMode Filesystem");
   if (claim.has_selector)
-    return Fail(failed, "claims with spec.selector cannot be provisioned dynamically: remove the selector, or bind to an existing volume");
+    return Fail(failed, "claims with spec.selector cannot be provisioned dynamically: create the claim again without the "
+                        "selector, or create a PersistentVolume it selects");
   if (claim.has_data_source)
-    return Fail(failed, "spec.dataSource (cloning, snapshots) is not supported: remove it to get an empty volume");
+    return Fail(failed, "spec.dataSource (cloning, snapshots) is not supported: create the claim again without it to get "
+                        "an empty volume");
   ClassParameters params;
   if (std::string err = ParseClassParameters(cfg, *sc, &params); !err.empty()) {
     Action a = Fail(failed, "StorageClass " + sc->meta.name + ": " + err + "; fix the class and recreate it");
@@ -382,11 +390,12 @@ inline Action DecideClaim(const Config& cfg, const Claim& claim, const StorageCl
     return a;
   }
   if (params.local && node.empty())
-    return Fail(failed, "StorageClass " + sc->meta.name + " makes local volumes, which must name their node: use "
-                        "volumeBindingMode WaitForFirstConsumer, or add the annotation " + std::string(ann::kNode) +
-                        "=<node name> to the claim", false);
+    return Fail(failed, "StorageClass " + sc->meta.name + " makes local volumes, which must name their node: add the "
+                        "annotation " + std::string(ann::kNode) + "=<node name> to the claim, or create it again with a "
+                        "class whose volumeBindingMode is WaitForFirstConsumer", false);
   if (claim.storage_request.empty())
-    return Fail(failed, "spec.resources.requests.storage is missing: say how much storage the claim needs");
+    return Fail(failed, "spec.resources.requests.storage is missing: create the claim again saying how much storage it "
+                        "needs");
   Result<int64_t> bytes = QuantityToBytes(claim.storage_request);
   if (!bytes.ok()) return Fail(failed, "storage request: " + bytes.status().message());
   if (VolumeDirName(claim.meta.namespace_, claim.meta.name, VolumeNameFor(claim)).empty() ||

@@ -125,6 +125,12 @@ TEST_CASE("an expansion that does not fit waits with a VolumeResizeFailed event,
     named_sizes = named_sizes || (e.find("from 2.0 MiB to 8Mi") != std::string::npos &&
                                   e.find("not enough space: 6.0 MiB requested") != std::string::npos);
   CHECK(named_sizes);
+  // The advice is what a user can do: Kubernetes 1.24 refuses to lower the request again.
+  CHECK(HasEvent(api, "data", "Warning VolumeResizeFailed: cannot grow volume"));
+  for (const std::string& e : Events(api, "data"))
+    if (e.rfind("Warning VolumeResizeFailed", 0) == 0)
+      CHECK_THAT(e, Catch::EndsWith("; free space on that filesystem or delete volumes no longer needed (retried at once "
+                                    "when one goes), or give the root a larger filesystem"));
   const picojson::value waiting = api.Claim("default", "data");
   CHECK(HasCondition(waiting, "Resizing"));
   CHECK(ClaimCapacity(api, "data") == "2Mi");
@@ -135,5 +141,41 @@ TEST_CASE("an expansion that does not fit waits with a VolumeResizeFailed event,
   REQUIRE(Eventually([&] { return ClaimCapacity(api, "data") == "8Mi"; }));
   CHECK(VolumeCapacity(api, waiting) == "8Mi");
   CHECK_FALSE(HasCondition(api.Claim("default", "data"), "Resizing"));
+  CHECK(api.Denials().empty());
+}
+
+TEST_CASE("a strict class holds when expansions arrive together: of four 1Mi volumes asking for 6Mi on 10 MiB, one grows", "[e2e][expand]") {
+  TempDir tmp;
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ExpandableClass("strict", true, "  overcommit: \"false\"\n"));
+  const std::vector<std::string> names = {"g1", "g2", "g3", "g4"};
+  auto p = std::make_unique<Provisioner>(api, fs.dir, std::map<std::string, std::string>{{"WORKERS", "4"}});
+  for (const std::string& name : names) api.CreateYaml(ClaimYaml("default", name, "strict", "1Mi"));
+  for (const std::string& name : names) REQUIRE(Eventually([&] { return Phase(api.Claim("default", name)) == "Bound"; }));
+  // Asked for while the provisioner is down, so that its first list hands all four to its four
+  // workers at once. Each alone fits: 6 MiB against 10 MiB free less the 3 MiB of the others.
+  // A slow API server (every request answered 100 ms late) keeps the PVs' new sizes from
+  // reaching the provisioner while its workers decide, as under load.
+  p.reset();
+  for (const std::string& name : names) REQUIRE(AskFor(api, name, "6Mi").code == 200);
+  REQUIRE(api.Call("POST", "/fake/delay?ms=100").code == 200);
+  p = std::make_unique<Provisioner>(api, fs.dir, std::map<std::string, std::string>{{"WORKERS", "4"}});
+  int grown = 0, refused = 0;
+  auto settled = [&] {
+    grown = refused = 0;
+    for (const std::string& name : names) {
+      if (ClaimCapacity(api, name) == "6Mi") ++grown;
+      else if (HasEvent(api, name, "Warning VolumeResizeFailed: cannot grow volume")) ++refused;
+    }
+    return grown + refused == 4;
+  };
+  REQUIRE(Eventually(settled));
+  INFO("grown " << grown << ", refused " << refused);
+  CHECK(grown == 1);
+  int volumes_grown = 0;
+  for (const std::string& name : names) volumes_grown += VolumeCapacity(api, api.Claim("default", name)) == "6Mi";
+  CHECK(volumes_grown == 1);
   CHECK(api.Denials().empty());
 }

@@ -625,6 +625,36 @@ TEST_CASE("Retry-After of a 429 on a list is honoured before the informer lists 
   CHECK(lists[2].t_ns - lists[1].t_ns >= 4e9);
 }
 
+TEST_CASE("watches answered 410 Gone again and again: the informers relist with a growing backoff, not at once",
+          "[e2e][faults]") {
+  Cluster c;
+  Restartable prov(c.api, c.pv_dir);
+  TrackedClaim warm = CreateClaim(c.api, "warm", kDeleteClass, false);
+  REQUIRE(Eventually([&] { return IsBoundTo(Claims(c.api), warm); }));
+  // Rounds of: a write no informer watches, a compaction past it, every watch dropped. Each
+  // watch resumed after a round is answered 410 Expired (an ERROR event, as kube-apiserver's
+  // watch cache answers), for about 8 s.
+  REQUIRE(Control(c.api, "/fake/reset-requests"));
+  int rounds = 0;
+  const auto end = std::chrono::steady_clock::now() + seconds(8);
+  while (std::chrono::steady_clock::now() < end) {
+    REQUIRE(CompactPastEveryWatch(c.api));
+    REQUIRE(Control(c.api, "/fake/drop-watches"));
+    ++rounds;
+  }
+  const std::vector<Request> all = Requests(c.api);
+  const size_t lists = Filter(all, kProvisionerUser, "list", "persistentvolumes").size();
+  const size_t watches = Filter(all, kProvisionerUser, "watch", "persistentvolumes").size();
+  INFO(rounds << " rounds; the PV informer watched " << watches << " times and listed " << lists << " times");
+  // client-go's reflector waits 0.8 s, 1.6 s, 3.2 s... (doubling, jittered) before each relist
+  // after a 410: at most 4 lists start in 8 s. At once, it would be about one per round.
+  CHECK(rounds > 20);
+  CHECK(lists <= 5);
+  // And it still works once the watches stop failing.
+  TrackedClaim after = CreateClaim(c.api, "after", kDeleteClass, false);
+  CHECK(Eventually([&] { return IsBoundTo(Claims(c.api), after); }, seconds(90)));
+}
+
 TEST_CASE("a directory made for a claim deleted before its PV was created is removed at the next start if empty",
           "[e2e][faults]") {
   Cluster c;

@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "test/nodes_harness.hpp"
+#include "test/tmpfs.hpp"
 
 using namespace harness;
 using std::chrono::seconds;
@@ -237,6 +238,32 @@ TEST_CASE("a node whose root is full hands the claim back to the scheduler, whic
   CHECK(n.Events("data", "ProvisioningFailed", "asking the scheduler for another node") > 0);
   CHECK(AffinityNode(n.api->Volume(n.VolumeOf("data"))) == "node-b");
   CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-b"; }));
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("a WaitForFirstConsumer claim handed back to the scheduler gets no 'names no node' warning", "[e2e][nodes]") {
+  Nodes n;
+  n.api->CreateYaml(WffcClassYaml("wffc"));
+  ::mkdir(n.Root("node-a").c_str(), 0755);
+  Tmpfs full(n.Root("node-a"), "1m");
+  if (!full.mounted) return;
+  n.Start("node-a", {{"LOG_LEVEL", "2"}});
+  n.Start("node-b", {{"LOG_LEVEL", "2"}});
+  n.Claim("data", "wffc");
+  n.SelectNode("data", "node-a");  // as the scheduler would; node-a's root is too small
+  REQUIRE(Eventually([&] { return n.Events("data", "ProvisioningFailed", "asking the scheduler for another node") > 0; }));
+  REQUIRE(Annotation(n.ClaimJson("data"), "volume.kubernetes.io/selected-node").empty());
+  // Both instances look at the claim, now ours and naming no node, and leave it to the
+  // scheduler (or, wrongly, tell the user to name a node).
+  auto looked = [&](const std::string& node) {
+    return n.instances[node]->Log().find("claim default/data: nothing to do: waiting for the scheduler") != std::string::npos;
+  };
+  REQUIRE(Eventually([&] { return n.Events("data", "ProvisioningFailed", "names no") > 0 || (looked("node-a") && looked("node-b")); }));
+  CHECK(n.Events("data", "ProvisioningFailed", "names no") == 0);
+  // The scheduler picks again: node-b makes it.
+  n.SelectNode("data", "node-b");
+  REQUIRE(n.WaitBound("data"));
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("data"))) == "node-b");
   CHECK(n.api->Denials().empty());
 }
 

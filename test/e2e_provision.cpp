@@ -268,6 +268,36 @@ TEST_CASE("PV_DIR renamed or removed and made anew while running: nothing is don
   }
 }
 
+TEST_CASE("PV_DIR replaced while running: claims and volumes of other provisioners get no event from us", "[e2e]") {
+  Cluster c;
+  c.api.CreateYaml(ClassYaml("csi", "Delete", "csi.example.com"));
+  Provisioner p(c.api, c.pv_dir, {{"RESYNC_PERIOD", "1"}});
+  REQUIRE(Eventually([&] { return p.Http("/healthz").code == 200; }));
+  REQUIRE(::rename(c.pv_dir.c_str(), (c.pv_dir + ".old").c_str()) == 0);
+  REQUIRE(::mkdir(c.pv_dir.c_str(), 0755) == 0);
+  // Another driver's pending claim and a volume someone made by hand (Available): each resync
+  // pass (every second here) hands them to a worker, which must find them not ours first.
+  c.api.CreateYaml(ClaimYaml("default", "theirs", "csi"));
+  c.api.CreateYaml("apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: by-hand\nspec:\n  capacity:\n"
+                   "    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  storageClassName: manual\n"
+                   "  hostPath:\n    path: /srv/by-hand\n");
+  // Ours is told, again at every pass (the event's count grows): by then several passes went
+  // over theirs too.
+  c.api.CreateYaml(ClaimYaml("default", "ours", "hostpath"));
+  auto count = [&](const std::string& name) {
+    for (const auto& e : c.api.EventsAbout("default", name))
+      if (e.get("message").to_str().find("PV_DIR") != std::string::npos) return static_cast<int>(e.get("count").get<double>());
+    return 0;
+  };
+  REQUIRE(Eventually([&] { return count("ours") >= 4; }));
+  for (const char* name : {"theirs", "by-hand"}) {
+    INFO(name);
+    for (const auto& e : c.api.EventsAbout("default", name))
+      CHECK(e.get("source").get("component").to_str() != "hostpath-provisioner");
+  }
+  CHECK(Phase(c.api.Claim("default", "theirs")) == "Pending");
+}
+
 namespace {
 
 // The peak resident memory of a process (VmHWM), in KiB; 0 if unknown.

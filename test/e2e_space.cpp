@@ -7,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "harness.hpp"
 #include "tmpfs.hpp"
@@ -48,6 +50,14 @@ TEST_CASE("a claim that does not fit its root waits with an event naming both si
   api.CreateYaml(ClaimYaml("default", "c", "strict", "1Mi"));
   REQUIRE(Eventually([&] { return HasEvent(api, "c", "ProvisioningFailed", "less 12.0 MiB promised to 2 other volumes"); }));
   CHECK(Phase(api.Claim("default", "c")) == "Pending");
+  // The advice is what a user can do: a pending claim's request cannot be edited, nor a class's parameters.
+  const std::string room = "; free space on that filesystem or delete volumes no longer needed (retried at once when one "
+                           "goes), or give the root a larger filesystem; or delete the claim and create it again with a "
+                           "smaller request";
+  CHECK(HasEvent(api, "huge", "ProvisioningFailed", "20.0 MiB requested, 10.0 MiB available" + room));
+  CHECK(HasEvent(api, "c", "ProvisioningFailed", "promised to 2 other volumes)" + room + "; or create StorageClass strict "
+                 "anew with parameter overcommit: \"true\" (parameters cannot be edited; deleting a class leaves its "
+                 "claims and volumes alone)"));
   // Turned off, anything goes.
   api.CreateYaml(ClaimYaml("default", "d", "unchecked", "1Ti"));
   REQUIRE(Eventually([&] { return Phase(api.Claim("default", "d")) == "Bound"; }));
@@ -57,5 +67,32 @@ TEST_CASE("a claim that does not fit its root waits with an event naming both si
   REQUIRE(api.Delete(kClaims + std::string("b")).code == 200);
   REQUIRE(Eventually([&] { return Phase(api.Claim("default", "c")) == "Bound"; }));
   CHECK(Phase(api.Claim("default", "huge")) == "Pending");
+  CHECK(api.Denials().empty());
+}
+
+TEST_CASE("a strict class holds when claims arrive together: of four 6Mi claims on 10 MiB one binds, the others wait", "[e2e][space]") {
+  TempDir tmp;
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("strict", "Delete", "hostpath-provisioner.io/hostpath", "  overcommit: \"false\"\n"));
+  // Made before the provisioner starts, so that its first list hands all four to its four
+  // workers at once (as after a restart, or a StatefulSet scaled up).
+  const std::vector<std::string> names = {"r1", "r2", "r3", "r4"};
+  for (const std::string& name : names) api.CreateYaml(ClaimYaml("default", name, "strict", "6Mi"));
+  Provisioner p(api, fs.dir, {{"WORKERS", "4"}});
+  int bound = 0, refused = 0;
+  auto settled = [&] {
+    bound = refused = 0;
+    for (const std::string& name : names) {
+      if (Phase(api.Claim("default", name)) == "Bound") ++bound;
+      else if (HasEvent(api, name, "ProvisioningFailed", "not enough space: 6.0 MiB requested")) ++refused;
+    }
+    return bound + refused == 4;
+  };
+  REQUIRE(Eventually(settled));
+  INFO("bound " << bound << ", refused " << refused);
+  CHECK(bound == 1);
+  CHECK(ListDir(fs.dir).size() == 1);
   CHECK(api.Denials().empty());
 }

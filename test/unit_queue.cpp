@@ -4,6 +4,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
@@ -206,4 +207,28 @@ TEST_CASE("Get takes the keys due now, in order, each one handed out once", "[qu
   CHECK(k1 == "b");
   q.ShutDown();
   CHECK_FALSE(q.Get(&k1));
+}
+
+TEST_CASE("RelistBackoff: client-go's reflector backoff, 0.8 s doubling to 30 s, stretched 0-100 %, reset after 2 min", "[queue]") {
+  using std::chrono::seconds;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::mt19937 rng(7);
+  RelistBackoff b(t0);
+  // 410s in a row (each a second after the last): the base doubles up to the cap.
+  const long bases[] = {800, 1600, 3200, 6400, 12800, 25600, 30000, 30000};
+  auto t = t0;
+  for (long base : bases) {
+    t += seconds(1);
+    const long ms = b.Next(t, rng).count();
+    INFO("base " << base << ", got " << ms);
+    CHECK(ms >= base);
+    CHECK(ms < 2 * base);
+  }
+  // Under 2 minutes since the last: still capped. Over 2 minutes: back to the start.
+  t += seconds(119);
+  CHECK(b.Next(t, rng).count() >= 30000);
+  t += seconds(121);
+  const long reset = b.Next(t, rng).count();
+  CHECK(reset >= 800);
+  CHECK(reset < 1600);
 }

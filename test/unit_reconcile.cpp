@@ -155,14 +155,14 @@ TEST_CASE("claims we cannot serve fail with a reason that says why", "[reconcile
     void (*sc)(StorageClass&);
     const char* says;
   } rows[] = {
-      {"block mode", [](Claim& c) { c.volume_mode = "Block"; }, [](StorageClass&) {}, "volumeMode Block"},
-      {"selector", [](Claim& c) { c.has_selector = true; }, [](StorageClass&) {}, "spec.selector"},
-      {"data source", [](Claim& c) { c.has_data_source = true; }, [](StorageClass&) {}, "dataSource"},
+      {"block mode", [](Claim& c) { c.volume_mode = "Block"; }, [](StorageClass&) {}, "volumeMode Block is not supported: hostPath volumes are directories; create the claim again with volumeMode Filesystem"},
+      {"selector", [](Claim& c) { c.has_selector = true; }, [](StorageClass&) {}, "create the claim again without the selector, or create a PersistentVolume it selects"},
+      {"data source", [](Claim& c) { c.has_data_source = true; }, [](StorageClass&) {}, "dataSource (cloning, snapshots) is not supported: create the claim again without it"},
       {"unknown parameter", [](Claim&) {}, [](StorageClass& s) { s.parameters["size"] = "1"; }, "unknown parameter \"size\""},
       {"bad uid", [](Claim&) {}, [](StorageClass& s) { s.parameters["uid"] = "-1"; }, "uid=\"-1\""},
       {"bad mode", [](Claim&) {}, [](StorageClass& s) { s.parameters["mode"] = "0999"; }, "mode=\"0999\""},
       {"setuid mode", [](Claim&) {}, [](StorageClass& s) { s.parameters["mode"] = "4777"; }, "set-user-ID bit"},
-      {"no request", [](Claim& c) { c.storage_request = ""; }, [](StorageClass&) {}, "requests.storage is missing"},
+      {"no request", [](Claim& c) { c.storage_request = ""; }, [](StorageClass&) {}, "requests.storage is missing: create the claim again saying how much storage it needs"},
       {"bad quantity", [](Claim& c) { c.storage_request = "10Xi"; }, [](StorageClass&) {}, "quantity \"10Xi\" has an unknown suffix"},
       {"negative", [](Claim& c) { c.storage_request = "-1Gi"; }, [](StorageClass&) {}, "negative"},
       {"absurd", [](Claim& c) { c.storage_request = "1e30"; }, [](StorageClass&) {}, "\"1e30\" is too large"},
@@ -184,7 +184,8 @@ TEST_CASE("claims we cannot serve fail with a reason that says why", "[reconcile
   }
   Action missing = DecideClaim(TestConfig(), OurClaim(), nullptr, nullptr);
   REQUIRE(missing.kind == Action::kFail);
-  CHECK_THAT(missing.message, Catch::Contains("StorageClass \"hostpath\" not found"));
+  CHECK(missing.message ==
+        "StorageClass \"hostpath\" not found: create it (the claim waits for it), or create the claim again with an existing class");
 }
 
 TEST_CASE("quota: the class parameter, else QUOTA, says whether the size is enforced", "[reconcile][quota]") {
@@ -451,6 +452,11 @@ TEST_CASE("node-aware: a claim naming no node gets one shared warning, not retri
   CHECK_THAT(a.message, Catch::Contains(ann::kNode) && Catch::Contains("WaitForFirstConsumer"));
   // Every instance says exactly the same, so that they make one event between them.
   CHECK(DecideClaim(NodeConfig("node-b"), claim, &sc, nullptr).message == a.message);
+  // Of a WaitForFirstConsumer class it waits for the scheduler, also once an instance handed it
+  // back: nothing to say.
+  StorageClass wffc = OurClass();
+  wffc.volume_binding_mode = "WaitForFirstConsumer";
+  CHECK(DecideClaim(NodeConfig("node-a"), claim, &wffc, nullptr).kind == Action::kNothing);
   // A claim for another node is left alone even when its class is missing: no event storm.
   claim.meta.annotations[ann::kSelectedNode] = "node-b";
   CHECK(DecideClaim(NodeConfig("node-a"), claim, nullptr, nullptr).kind == Action::kNothing);
@@ -472,7 +478,9 @@ TEST_CASE("volumeType local: a local PV pinned to the claim's node", "[reconcile
   Claim claim = OurClaim();
   Action none = DecideClaim(TestConfig(), claim, &sc, nullptr);
   REQUIRE(none.kind == Action::kFail);
-  CHECK_THAT(none.message, Catch::Contains("local volumes, which must name their node"));
+  CHECK_THAT(none.message, Catch::Contains("local volumes, which must name their node: add the annotation " +
+                                            std::string(ann::kNode) + "=<node name> to the claim, or create it again "
+                                            "with a class whose volumeBindingMode is WaitForFirstConsumer"));
   claim.meta.annotations[ann::kSelectedNode] = "node-a";
   Action a = DecideClaim(TestConfig(), claim, &sc, nullptr);
   REQUIRE(a.kind == Action::kProvision);

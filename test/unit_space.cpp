@@ -3,21 +3,67 @@
 
 #include "space.hpp"
 
-TEST_CASE("SpaceShortfall: fits, or names the sizes and what to do", "[space]") {
+TEST_CASE("SpaceShortfall: fits, or names the sizes", "[space]") {
   const int64_t mib = 1 << 20;
   CHECK(SpaceShortfall(5 * mib, 10 * mib, 0, 0, false).empty());
   CHECK(SpaceShortfall(10 * mib, 10 * mib, 0, 0, false).empty());
   CHECK(SpaceShortfall(5 * mib, 10 * mib, 8 * mib, 3, true).empty());  // overcommit: promises do not count
   std::string strict = SpaceShortfall(5 * mib, 10 * mib, 8 * mib, 3, false);
   CHECK(strict == "not enough space: 5.0 MiB requested, 2.0 MiB available (10.0 MiB free on the filesystem, less 8.0 MiB "
-                  "promised to 3 other volumes); free some space, ask for less, or let the class overcommit (parameter "
-                  "overcommit: \"true\")");
+                  "promised to 3 other volumes)");
   CHECK_THAT(SpaceShortfall(5 * mib, 10 * mib, 20 * mib, 1, false), Catch::Contains("0 B available") && Catch::Contains("1 other volume)"));
-  CHECK(SpaceShortfall(11 * mib, 10 * mib, 0, 0, true) ==
-        "not enough space: 11.0 MiB requested, 10.0 MiB available; free some space, ask for less");
+  CHECK(SpaceShortfall(11 * mib, 10 * mib, 0, 0, true) == "not enough space: 11.0 MiB requested, 10.0 MiB available");
   CHECK(HumanBytes(0) == "0 B");
   CHECK(HumanBytes(1536) == "1.5 KiB");
   CHECK(HumanBytes(uint64_t{1} << 40) == "1.0 TiB");
+}
+
+TEST_CASE("SpaceAdvice: only what every cluster lets a user do; never lowering a request in place", "[space]") {
+  const std::string room = "free space on that filesystem or delete volumes no longer needed (retried at once when one "
+                           "goes), or give the root a larger filesystem";
+  const std::string recreate_class = "; or create StorageClass strict anew with parameter overcommit: \"true\" "
+                                     "(parameters cannot be edited; deleting a class leaves its claims and volumes alone)";
+  // A new volume: its claim can be made again, smaller (a pending claim's spec cannot change).
+  CHECK(SpaceAdvice(false, true, "strict") == room + "; or delete the claim and create it again with a smaller request");
+  CHECK(SpaceAdvice(false, false, "strict") ==
+        room + "; or delete the claim and create it again with a smaller request" + recreate_class);
+  // A growth: the request is not to be lowered (refused by the API server unless
+  // RecoverVolumeExpansionFailure is on).
+  CHECK(SpaceAdvice(true, true, "strict") == room);
+  CHECK(SpaceAdvice(true, false, "strict") == room + recreate_class);
+  for (bool growth : {false, true})
+    for (bool overcommit : {false, true}) CHECK_THAT(SpaceAdvice(growth, overcommit, "c"), !Catch::Contains("less") && !Catch::Contains("lower"));
+}
+
+TEST_CASE("Promises: a reservation checks and holds the room in one step until the watch event or a release", "[space]") {
+  const int64_t mib = 1 << 20;
+  Promises p;
+  // Four 6 MiB volumes on 10 MiB, strict: the first is reserved, the others find 4 MiB.
+  CHECK(p.Reserve("v1", "/a", 6 * mib, 6 * mib, 10 * mib, false).empty());
+  for (const char* v : {"v2", "v3", "v4"})
+    CHECK(p.Reserve(v, "/a", 6 * mib, 6 * mib, 10 * mib, false) ==
+          "not enough space: 6.0 MiB requested, 4.0 MiB available (10.0 MiB free on the filesystem, less 6.0 MiB "
+          "promised to 1 other volume)");
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{6 * mib}, size_t{1}));
+  // Its PV's watch event takes over; a later release changes nothing.
+  p.Set("v1", "/a", 6 * mib);
+  p.Release("v1");
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{6 * mib}, size_t{1}));
+  // A failed provision releases its reservation: the room is free again.
+  CHECK(p.Reserve("v2", "/b", 3 * mib, 3 * mib, 10 * mib, false).empty());
+  p.Release("v2");
+  CHECK(p.Under("/b", "") == std::make_pair(uint64_t{0}, size_t{0}));
+  // An expansion reserves the new size; an event still bringing the old size keeps it; a
+  // failed one goes back to what the watch last said.
+  CHECK(p.Reserve("v1", "/a", 8 * mib, 8 * mib, 10 * mib, false).empty());
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{8 * mib}, size_t{1}));
+  p.Set("v1", "/a", 6 * mib);
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{8 * mib}, size_t{1}));
+  p.Release("v1");
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{6 * mib}, size_t{1}));
+  // Overcommit: promises do not count, but the reservation is still recorded for strict classes.
+  CHECK(p.Reserve("v5", "/a", 9 * mib, 9 * mib, 10 * mib, true).empty());
+  CHECK(p.Under("/a", "") == std::make_pair(uint64_t{15 * mib}, size_t{2}));
 }
 
 TEST_CASE("Promises: per root, updated in place, leaving a volume out", "[space]") {
