@@ -50,6 +50,13 @@ class EventRecorder {
     if (thread_.joinable()) thread_.join();
   }
 
+  // From now on events are dropped: the instance is stopping, and what fails now fails because
+  // the stop cut it short (not worth a Warning). Those already queued are still sent by Stop.
+  void Mute() {
+    std::lock_guard<std::mutex> lock(mu_);
+    muted_ = true;
+  }
+
   void Normal(const Involved& obj, const std::string& reason, const std::string& message) {
     Enqueue({obj, "Normal", reason, message});
   }
@@ -73,6 +80,7 @@ class EventRecorder {
 
   void Enqueue(Pending p) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (muted_) return;
     if (queue_.size() >= kQueued) {
       LogWarn("too many events waiting; dropping " + queue_.front().reason + " on " + queue_.front().obj.name);
       queue_.pop_front();
@@ -177,6 +185,7 @@ class EventRecorder {
   std::condition_variable cv_;
   std::deque<Pending> queue_;
   bool stop_ = false;
+  bool muted_ = false;
   std::thread thread_;
   std::unordered_map<std::string, Event> seen_;
   std::deque<std::string> order_;
