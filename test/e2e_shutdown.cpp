@@ -60,6 +60,18 @@ nlink_t Links(const std::string& dir) {
   return ::stat(dir.c_str(), &st) == 0 ? st.st_nlink : 0;
 }
 
+// Every object of `kind` in the files `kubectl create -f manifests/` reads.
+std::vector<picojson::value> ManifestObjects(const std::string& kind) {
+  std::vector<picojson::value> out;
+  for (const char* f : {"manifests/deployment.yaml", "manifests/rbac.yaml", "manifests/storageclass.yaml"}) {
+    Result<std::vector<picojson::value>> docs = ParseYamlDocuments(ReadFile(f));
+    if (!docs.ok()) throw std::runtime_error(std::string(f) + ": " + docs.status().message());
+    for (const picojson::value& d : *docs)
+      if (d.get("kind").to_str() == kind) out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("SIGTERM during a large removal and an unanswered API call: the successor leads within seconds and finishes both",
@@ -142,4 +154,39 @@ TEST_CASE("a second SIGTERM while stopping exits at once", "[e2e][shutdown]") {
   std::printf("shutdown: exited %.2f s after the second SIGTERM\n", SecondsSince(again));
   CHECK(code == 1);  // the stop was abandoned: a finished one exits 0
   CHECK_THAT(p.Log(), Catch::Contains("SIGTERM again while stopping: exiting at once"));
+}
+
+TEST_CASE("uninstall, then install at once: the new instance leads without waiting for the old lease", "[e2e][shutdown]") {
+  Cluster c;
+  // kubectl create -f manifests/: of its objects, the fake serves the Lease (its RBAC comes from
+  // manifests/rbac.yaml, and it runs no Deployment: the test runs the binary).
+  auto install = [&] {
+    for (const picojson::value& lease : ManifestObjects("Lease")) c.api.CreateYaml(lease.serialize());
+  };
+  install();
+  auto old_pod = std::make_unique<Provisioner>(c.api, c.pv_dir, kLeaderElect);
+  REQUIRE(Eventually([&] { return Says(*old_pod, "became leader"); }));
+
+  // kubectl delete -f manifests/: the Role goes (every lease request of the old pod is now
+  // refused, as without its Role), the Lease goes, and the Deployment's pod gets SIGTERM.
+  for (const char* verb : {"get", "create", "update"}) REQUIRE(Inject(c.api, {verb, "leases", 403, 1000}));
+  for (const picojson::value& lease : ManifestObjects("Lease"))
+    REQUIRE(c.api.Delete(FakeApi::CollectionOf(lease) + "/" + lease.get("metadata").get("name").to_str()).code == 200);
+  old_pod->process().Signal(SIGTERM);
+  int code = -1;
+  REQUIRE(old_pod->process().WaitFor(seconds(60), &code));
+  CHECK(code == 0);
+  CHECK_FALSE(Says(*old_pod, "released lease"));  // refused, as on a real cluster
+
+  // kubectl create -f manifests/ right after.
+  REQUIRE(Control(c.api, "/fake/clear-faults"));
+  install();
+  const auto start = std::chrono::steady_clock::now();
+  Provisioner new_pod(c.api, c.pv_dir, kLeaderElect);
+  REQUIRE(Eventually([&] { return Says(new_pod, "became leader"); }, seconds(60)));
+  const double lead_s = SecondsSince(start);
+  std::printf("shutdown: after an uninstall and install, the new instance led after %.2f s (lease 30 s)\n", lead_s);
+  CHECK(lead_s < 15);
+  CHECK_FALSE(Says(new_pod, "waiting for lease"));
+  CHECK_FALSE(c.BoundDir("after-reinstall").empty());
 }
