@@ -190,3 +190,22 @@ TEST_CASE("uninstall, then install at once: the new instance leads without waiti
   CHECK_FALSE(Says(new_pod, "waiting for lease"));
   CHECK_FALSE(c.BoundDir("after-reinstall").empty());
 }
+
+TEST_CASE("events the server does not answer do not hold up the exit", "[e2e][shutdown]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  // The server holds every new event for a minute: the recorder waits on one, up to the
+  // client's 30 s timeout, with more queued behind it.
+  REQUIRE(Inject(c.api, {"create", "events", 500, 100, 0, 60000}));
+  for (const char* claim : {"a", "b", "c"}) REQUIRE(!c.BoundDir(claim).empty());
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the first event is on its way
+  const auto sigterm = std::chrono::steady_clock::now();
+  p.process().Signal(SIGTERM);
+  int code = -1;
+  REQUIRE(p.process().WaitFor(seconds(60), &code));
+  const double stop_s = SecondsSince(sigterm);
+  std::printf("shutdown: with events held by the server, stopped in %.2f s\n", stop_s);
+  CHECK(code == 0);
+  CHECK(stop_s < 15);  // a few seconds for what is queued, then what is in flight is cut short
+}
