@@ -303,6 +303,12 @@ class ApiConnection {
     stopped_ = true;
     if (cli_) cli_->stop();
   }
+  // From another thread: Stop(), and every later request fails at once ("canceled"). A request
+  // that began just before may still be sent: call again until its thread has returned.
+  void Close() {
+    closed_ = true;
+    Stop();
+  }
 
   // The Retry-After of the last answer (request or stream), in seconds (0 if none).
   int last_retry_after() const { return last_retry_after_; }
@@ -329,6 +335,11 @@ class ApiConnection {
   // Sends one request and hands the answer's body to `receive` as it arrives (false: stop).
   Answer Send(const std::string& method, const std::string& path, const std::string& body,
               const std::string& content_type, std::chrono::seconds read_timeout, const Receiver& receive) {
+    if (closed_) {
+      Answer closed;
+      closed.failure = "canceled";
+      return closed;
+    }
     stopped_ = false;
     httplib::Request req;
     req.method = method;
@@ -507,6 +518,7 @@ class ApiConnection {
   std::shared_ptr<const ApiEndpoint> ep_;
   std::unique_ptr<KeptAliveClient> cli_;
   std::atomic<bool> stopped_{false};  // Stop() was called during the exchange in progress
+  std::atomic<bool> closed_{false};   // Close() was called: no more requests
   int last_retry_after_ = 0;
   bool sent_token_ = false;  // the last exchange carried a bearer token
 };

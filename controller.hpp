@@ -111,8 +111,10 @@ class Controller {
   ~Controller() { Stop(); }
 
   // Asked before every change to the filesystem or the API (leader election: does this
-  // instance still hold the lease?). Set before Start; by default always true.
-  void SetMayAct(std::function<bool()> may_act) { may_act_ = std::move(may_act); }
+  // instance still hold the lease?). Set before Start; by default always true. False after Halt.
+  void SetMayAct(std::function<bool()> may_act) {
+    may_act_ = [this, may_act = std::move(may_act)] { return !halted_ && may_act(); };
+  }
 
   // Starts the watches and the workers. Errors: TLS material that cannot be used.
   Status Start() {
@@ -129,7 +131,34 @@ class Controller {
     return Status::Ok();
   }
 
-  // Stops taking keys, lets the keys in progress finish, ends the watches.
+  // Stops acting, at once: may_act turns false, so no key and no step starts any more; the
+  // removal and the API requests in progress are cut short, and later requests of the workers
+  // fail. That is safe because every step is idempotent: whoever acts next removes the rest of a
+  // half-removed tree, and creates a PV again (by name) or finds it made. Events are dropped from
+  // now on (they would report what the stop cut short). Waits up to `limit` for every worker to
+  // be idle; false if one is not (stuck in a system call, such as a mkdir on a hung network
+  // filesystem: what it does late, a paused leader could do too, and it is as harmless).
+  // Call after Start has returned, or without Start.
+  bool Halt(std::chrono::milliseconds limit) {
+    halted_ = true;  // before looking at the workers: one that started a key after this sees it
+    recorder_.Mute();
+    queue_.ShutDown();
+    const auto end = std::chrono::steady_clock::now() + limit;
+    for (;;) {
+      bool idle = true;
+      for (auto& w : workers_) {
+        if (w->busy_since_ms == 0) continue;
+        idle = false;
+        w->conn.Close();  // again each round: a request may have begun just before the last one
+      }
+      if (idle) return true;
+      if (std::chrono::steady_clock::now() >= end) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+
+  // Halts (waiting a few seconds at most), waits for the workers to return, ends the watches,
+  // the scans and the events.
   void Stop() {
     {
       std::lock_guard<std::mutex> lock(stop_mu_);
@@ -137,7 +166,7 @@ class Controller {
       stopped_ = true;
     }
     stop_cv_.notify_all();
-    queue_.ShutDown();
+    Halt(std::chrono::seconds(3));
     for (auto& w : workers_)
       if (w->thread.joinable()) w->thread.join();
     if (resync_.joinable()) resync_.join();
@@ -710,7 +739,11 @@ class Controller {
     }
     auto recorded = v.meta.annotations.find(ann::kQuota);
     const QuotaId quota = recorded == v.meta.annotations.end() ? QuotaId{} : ParseQuotaId(recorded->second);
-    if (Status s = RemoveVolumeDir(**root, a.dir_name, quota); !s.ok()) {
+    if (Status s = RemoveVolumeDir(**root, a.dir_name, quota, &halted_); !s.ok()) {
+      if (s.code() == Status::kCanceled) {
+        LogInfo("volume " + v.meta.name + ": stopping: " + s.message() + " for whoever acts next");
+        return Retry();
+      }
       const std::string hint = FixHint(s);
       return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
     }
@@ -757,7 +790,8 @@ class Controller {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::shared_mutex fs_mu_;   // shared by workers on keys, exclusive for the orphan scan
   std::once_flag first_scan_;
-  std::function<bool()> may_act_ = [] { return true; };
+  std::atomic<bool> halted_{false};  // Halt was called
+  std::function<bool()> may_act_ = [this] { return !halted_; };
   NameSet created_;  // PVs made (or being made) whose watch event has not come yet
   NameSet deleted_;  // PVs deleted that the cache still holds
   NameSet space_waiters_;  // claims that did not fit: tried again when a volume goes

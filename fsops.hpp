@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -296,13 +297,15 @@ constexpr size_t kRememberedFailures = 1000;
 // A directory on another mount is never entered or moved; it is reported. Entries that cannot
 // be removed are reported (the first few by path, relative to the volume directory) and the
 // rest of the tree is still removed. Nothing is retried in a loop except bounded re-scans.
+// Once *cancel (if given) is true, the walk stops before the next entry (kCanceled).
 class TreeRemover {
  public:
-  TreeRemover(int root_fd, std::string root_path, std::string name, int max_open_dirs)
+  TreeRemover(int root_fd, std::string root_path, std::string name, int max_open_dirs, const std::atomic<bool>* cancel)
       : root_fd_(root_fd),
         root_path_(std::move(root_path)),
         name_(std::move(name)),
-        max_open_dirs_(std::max(2, max_open_dirs)) {}
+        max_open_dirs_(std::max(2, max_open_dirs)),
+        cancel_(cancel) {}
 
   Status Run() {
     // Most volumes are empty or hold a few files; an empty one goes with one rmdir, which
@@ -333,6 +336,7 @@ class TreeRemover {
     if (!Push(name_, "", "", std::move(vol))) return Status::Error("remove " + where + ": " + failures_.front());
     vol_fd_ = frames_.front().fd();
     Walk();
+    if (!frames_.empty()) return Status(Status::kCanceled, "remove " + where + ": stopped before the end; the rest is left");
     if (failure_count_ == 0) return Status::Ok();
     std::string message = "remove " + where + ": could not remove " + std::to_string(failure_count_) + " entr" +
                           (failure_count_ == 1 ? "y" : "ies") + ":";
@@ -374,8 +378,10 @@ class TreeRemover {
     return true;
   }
 
+  bool Canceled() const { return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed); }
+
   void Walk() {
-    while (!frames_.empty()) {
+    while (!frames_.empty() && !Canceled()) {
       Frame& top = frames_.back();
       errno = 0;
       dirent* entry = readdir(top.dir.get());
@@ -530,6 +536,7 @@ class TreeRemover {
   const std::string root_path_;
   const std::string name_;
   const int max_open_dirs_;
+  const std::atomic<bool>* const cancel_;
   DirId vol_id_;
   int vol_fd_ = -1;  // owned by frames_.front()
   bool moves_checked_ = false, moves_allowed_ = false;
@@ -645,13 +652,14 @@ class Root {
   // naming what could not be removed (first few paths relative to the volume directory, with
   // the reason, and a count of the rest: immutable files, busy mounts, EPERM ...); the rest of
   // the tree has been removed as far as possible and the caller retries later. kInvalid when
-  // `name` fails ValidName, so the root itself can never be removed.
-  Status RemoveTree(const std::string& name) const {
-    return RemoveTree(name, fsops_detail::kDefaultMaxOpenDirs);
+  // `name` fails ValidName, so the root itself can never be removed. Once *cancel (if given)
+  // turns true the walk stops within one entry: kCanceled, the rest left for a later call.
+  Status RemoveTree(const std::string& name, const std::atomic<bool>* cancel = nullptr) const {
+    return RemoveTree(name, fsops_detail::kDefaultMaxOpenDirs, cancel);
   }
-  Status RemoveTree(const std::string& name, int max_open_dirs) const {
+  Status RemoveTree(const std::string& name, int max_open_dirs, const std::atomic<bool>* cancel = nullptr) const {
     if (!ValidName(name)) return Status::Invalid("invalid directory name \"" + fsops_detail::Printable(name) + "\"");
-    return fsops_detail::TreeRemover(fd_, path_, name, max_open_dirs).Run();
+    return fsops_detail::TreeRemover(fd_, path_, name, max_open_dirs, cancel).Run();
   }
 
   // Removes root/name only if it is an empty directory (one rmdir: atomic, never follows a

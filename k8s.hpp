@@ -159,8 +159,9 @@ class KubeApi {
     return Check(r, "update Event " + e.meta.name);
   }
 
-  Result<Lease> GetLease(const std::string& ns, const std::string& name) {
-    auto r = conn_->Request("GET", api::Leases(ns) + "/" + name);
+  // `timeout` bounds each read of the answer (the release at shutdown waits less).
+  Result<Lease> GetLease(const std::string& ns, const std::string& name, std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    auto r = conn_->Request("GET", api::Leases(ns) + "/" + name, "", "application/json", timeout);
     if (Status s = Check(r, "get lease " + ns + "/" + name); !s.ok()) return s;
     return FromJsonText<Lease>(r->body);
   }
@@ -172,8 +173,9 @@ class KubeApi {
     if (Status s = Check(r, "create lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
     return FromJsonText<Lease>(r->body);
   }
-  Result<Lease> UpdateLease(const Lease& l) {
-    auto r = conn_->Request("PUT", api::Leases(l.meta.namespace_) + "/" + l.meta.name, LeaseToJson(l));
+  Result<Lease> UpdateLease(const Lease& l, std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    auto r = conn_->Request("PUT", api::Leases(l.meta.namespace_) + "/" + l.meta.name, LeaseToJson(l), "application/json",
+                            timeout);
     if (Status s = Check(r, "update lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
     return FromJsonText<Lease>(r->body);
   }

@@ -71,44 +71,59 @@ class LeaderElector {
         lock.lock();
         if (s.ok()) {
           last_ok = std::chrono::steady_clock::now();
-        } else {
+        } else if (!stop_) {  // (a renewal cut short by StopRenewing is no news)
           LogWarn("renewing lease " + ns_ + "/" + name_ + " failed: " + s.message());
           if (std::chrono::steady_clock::now() - last_ok > t_.renew_deadline) {
             on_lost();
-            return;
+            break;
           }
         }
       }
+      renewer_done_ = true;
+      cv_.notify_all();
     });
   }
 
+  // Ends the renewals, cutting short one in progress.
   void StopRenewing() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stop_ = true;
     }
     cv_.notify_all();
-    if (renewer_.joinable()) renewer_.join();
+    if (!renewer_.joinable()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!renewer_done_) {  // a request may start just after a Stop(): keep at it
+      conn_.Stop();
+      cv_.wait_for(lock, std::chrono::milliseconds(20));
+    }
+    lock.unlock();
+    renewer_.join();
   }
 
-  // Gives the lease up (empty holder), so a successor need not wait a lease duration.
+  // Gives the lease up (empty holder), so that a successor need not wait a lease duration.
+  // Call once this instance acts no more. Each request waits at most kReleaseTimeout for its
+  // answer (a cut-short renewal may have been stored: a conflict is tried once more).
   void Release() {
     StopRenewing();
     last_written_ms_ = 0;
-    if (record_.holder != identity_) return;
     Lease lease = record_;
-    lease.holder.clear();
-    lease.duration_seconds = 1;
-    lease.renew_time = MicroTime();
-    Result<Lease> r = api_.UpdateLease(lease);
-    if (r.ok()) {
-      LogInfo("released lease " + ns_ + "/" + name_);
-    } else {
-      LogWarn(r.status().message());
+    for (int attempt = 0; attempt < 2 && lease.holder == identity_; ++attempt) {
+      lease.holder.clear();
+      lease.duration_seconds = 1;
+      lease.renew_time = MicroTime();
+      Result<Lease> r = api_.UpdateLease(lease, kReleaseTimeout);
+      if (r.ok()) return LogInfo("released lease " + ns_ + "/" + name_);
+      if (r.status().code() != Status::kConflict) return LogWarn(r.status().message());
+      Result<Lease> got = api_.GetLease(ns_, name_, kReleaseTimeout);
+      if (!got.ok()) return LogWarn(got.status().message());
+      lease = *got;
     }
   }
 
  private:
+  static constexpr std::chrono::seconds kReleaseTimeout{5};
+
   // RFC 3339 with microseconds, as metav1.MicroTime.
   static std::string MicroTime() { return logging::UtcNow(6); }
   static long NowMs() {
@@ -174,6 +189,7 @@ class LeaderElector {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
+  bool renewer_done_ = false;  // the renewer's thread has ended (or is about to)
 };
 
 // A lease name from the provisioner name: "hostpath-provisioner.io/hostpath" ->

@@ -1,6 +1,7 @@
 // hostpath-provisioner: wiring only. Config -> API endpoint -> volume root -> controller ->
-// HTTP endpoint -> wait for a signal -> drain. Exit codes: 0 clean stop, 2 bad configuration,
-// 1 anything else that prevents starting.
+// HTTP endpoint -> wait for a signal -> stop acting, release the lease, end the rest. Exit
+// codes: 0 clean stop, 2 bad configuration, 1 anything else that prevents starting, or a
+// second SIGTERM or SIGINT during the stop (which is then abandoned).
 #include <malloc.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -194,10 +195,21 @@ int main(int argc, char** argv) {
   while (sigwait(&stop_signals, &sig) == 0 && sig == SIGHUP)
     LogInfo("SIGHUP received: ignored (configuration is read at start; send SIGTERM to stop)");
   LogInfo(std::string("stopping on ") + (sig == SIGTERM ? "SIGTERM" : "SIGINT"));
+  std::thread([stop_signals] {
+    int again = 0;
+    while (sigwait(&stop_signals, &again) == 0 && again == SIGHUP) {
+    }
+    LogWarn(std::string(again == SIGTERM ? "SIGTERM" : "SIGINT") + " again while stopping: exiting at once");
+    std::_Exit(1);
+  }).detach();
   stopping = true;
   runner.join();
-  controller.Stop();
+  // The lease goes only once this instance acts no more: a successor then takes over at once,
+  // instead of a lease duration after a kubelet killed this pod at the end of its grace period.
+  if (!controller.Halt(std::chrono::seconds(3)))
+    LogWarn("a worker is still busy after 3 s (a system call that does not return?); stopping anyway");
   if (leading) elector.Release();
+  controller.Stop();
   http.Stop();
   return 0;
 }

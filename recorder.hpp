@@ -39,7 +39,8 @@ class EventRecorder {
     return Status::Ok();
   }
 
-  // Sends what is queued (for up to a few seconds), then stops the thread.
+  // Sends what is queued for up to kDrain, then stops the thread: a request still in progress
+  // then (a server that does not answer) is cut short.
   void Stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -47,7 +48,25 @@ class EventRecorder {
       stop_ = true;
     }
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (!thread_.joinable()) return;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!cv_.wait_for(lock, kDrain, [this] { return done_; })) {
+      if (!queue_.empty()) LogWarn("stopping: " + std::to_string(queue_.size()) + " events not sent");
+      queue_.clear();
+      while (!done_) {  // a request may start just after a Close(): keep at it
+        conn_.Close();
+        cv_.wait_for(lock, std::chrono::milliseconds(20));
+      }
+    }
+    lock.unlock();
+    thread_.join();
+  }
+
+  // From now on events are dropped: the instance is stopping, and what fails now fails because
+  // the stop cut it short (not worth a Warning). Those already queued are still sent by Stop.
+  void Mute() {
+    std::lock_guard<std::mutex> lock(mu_);
+    muted_ = true;
   }
 
   void Normal(const Involved& obj, const std::string& reason, const std::string& message) {
@@ -64,6 +83,7 @@ class EventRecorder {
 
  private:
   static constexpr size_t kQueued = 1000;
+  static constexpr std::chrono::seconds kDrain{3};  // how long Stop sends what is queued
 
   struct Pending {
     Involved obj;
@@ -73,12 +93,13 @@ class EventRecorder {
 
   void Enqueue(Pending p) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (muted_) return;
     if (queue_.size() >= kQueued) {
       LogWarn("too many events waiting; dropping " + queue_.front().reason + " on " + queue_.front().obj.name);
       queue_.pop_front();
     }
     queue_.push_back(std::move(p));
-    cv_.notify_one();
+    cv_.notify_all();  // (Stop may wait on cv_ too)
   }
 
   void Run() {
@@ -87,14 +108,16 @@ class EventRecorder {
     for (;;) {
       cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (stop_ && deadline == std::chrono::steady_clock::time_point::max())
-        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-      if (queue_.empty() || std::chrono::steady_clock::now() > deadline) return;
+        deadline = std::chrono::steady_clock::now() + kDrain;
+      if (queue_.empty() || std::chrono::steady_clock::now() > deadline) break;
       Pending p = std::move(queue_.front());
       queue_.pop_front();
       lock.unlock();
       Record(p);
       lock.lock();
     }
+    done_ = true;
+    cv_.notify_all();
   }
 
   static constexpr size_t kRemembered = 4096;  // events whose count we can still bump
@@ -177,6 +200,8 @@ class EventRecorder {
   std::condition_variable cv_;
   std::deque<Pending> queue_;
   bool stop_ = false;
+  bool muted_ = false;
+  bool done_ = false;  // Run has returned (or is about to)
   std::thread thread_;
   std::unordered_map<std::string, Event> seen_;
   std::deque<std::string> order_;

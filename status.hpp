@@ -6,8 +6,9 @@
 
 class Status {
  public:
-  // Well-known kinds of failure that callers sort on. Everything else is kError.
-  enum Code { kOk = 0, kError, kNotFound, kConflict, kGone, kInvalid, kUnauthorized, kForbidden, kUnavailable, kTooLarge };
+  // Well-known kinds of failure that callers sort on. Everything else is kError. kCanceled: cut
+  // short because the caller asked it to stop.
+  enum Code { kOk = 0, kError, kNotFound, kConflict, kGone, kInvalid, kUnauthorized, kForbidden, kUnavailable, kTooLarge, kCanceled };
 
   Status() = default;  // ok
   static Status Ok() { return Status(); }

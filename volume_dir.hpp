@@ -5,6 +5,7 @@
 // allowed to write PVs, and the project ID of a directory by its owner (a pod), so neither
 // alone may point a change at another volume's or the administrator's limit.
 #pragma once
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -79,11 +80,13 @@ inline Status GrowVolumeDir(const Root& root, const std::string& dir_name, const
   return limits.SetLimit(*q, dir_name, bytes);
 }
 
-// Removes a volume's directory (Root::RemoveTree), then releases the limit it was made under.
-inline Status RemoveVolumeDir(const Root& root, const std::string& dir_name, const QuotaId& recorded) {
+// Removes a volume's directory (Root::RemoveTree, which stops early, kCanceled, once *cancel is
+// set), then releases the limit it was made under.
+inline Status RemoveVolumeDir(const Root& root, const std::string& dir_name, const QuotaId& recorded,
+                              const std::atomic<bool>* cancel = nullptr) {
   QuotaLimits limits(root);
   Result<QuotaId> q = recorded.method == QuotaMethod::kNone ? Result<QuotaId>(QuotaId{}) : AgreedQuota(limits, dir_name, recorded);
-  if (Status s = root.RemoveTree(dir_name); !s.ok()) return s;
+  if (Status s = root.RemoveTree(dir_name, cancel); !s.ok()) return s;
   // Gone already (an earlier attempt), or the two disagreed: no limit is touched. The ID stays
   // limited and unused, so it is never handed out again: a leak of one ID, never a collision.
   if (!q.ok() || q->method == QuotaMethod::kNone) return Status::Ok();

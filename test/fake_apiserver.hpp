@@ -30,6 +30,7 @@
 //   POST /fake/faults {"verb","resource","code","count","retryAfter","delayMs"}  next `count`
 //        matching resource requests (after authn/authz) fail with `code` and a Status body;
 //        code 0 (with delayMs): they are held back delayMs, then carried out as usual
+//   POST /fake/clear-faults  disarms every fault not yet taken
 //   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
 //   POST /fake/reset-connections  every connection is dropped once this answer is sent (no
 //        close_notify), as when the API server restarts; the state is kept
@@ -138,6 +139,10 @@ class ApiServer {
   void AddFault(const Fault& f) {
     std::lock_guard<std::mutex> l(ctl_mu_);
     faults_.push_back(f);
+  }
+  void ClearFaults() {
+    std::lock_guard<std::mutex> l(ctl_mu_);
+    faults_.clear();
   }
   void DropWatches() {
     {
@@ -1262,6 +1267,7 @@ inline std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request
     AddFault(f);
     return ok(done);
   }
+  if (req.method == "POST" && p == "/fake/clear-faults") return ClearFaults(), ok(done);
   if (req.method == "POST" && p == "/fake/drop-watches") return DropWatches(), ok(done);
   if (req.method == "POST" && p == "/fake/reset-connections") {
     if (loop_) loop_->ResetConnections();

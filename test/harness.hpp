@@ -258,6 +258,7 @@ class FakeApi {
     if (kind == "PersistentVolumeClaim") return "/api/v1/namespaces/" + ns + "/persistentvolumeclaims";
     if (kind == "Pod") return "/api/v1/namespaces/" + ns + "/pods";
     if (kind == "Node") return "/api/v1/nodes";
+    if (kind == "Lease") return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases";
     throw std::runtime_error("harness: unknown kind " + kind);
   }
 

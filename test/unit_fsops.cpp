@@ -426,6 +426,21 @@ TEST_CASE("RemoveTree removes a tree and is idempotent", "[fsops][rm]") {
   CHECK(box.root().RemoveTree("never-made").ok());  // never existed
 }
 
+TEST_CASE("RemoveTree stops when asked to, and a later call removes the rest", "[fsops][rm]") {
+  Sandbox box;
+  REQUIRE(box.root().MakeDir("v", 0777).ok());
+  MkDir(box.in_root("v/a"));
+  for (int i = 0; i < 100; ++i) WriteFile(box.in_root("v/a/f" + std::to_string(i)), "x");
+  std::atomic<bool> cancel{true};
+  Status st = box.root().RemoveTree("v", &cancel);
+  CHECK(st.code() == Status::kCanceled);
+  CHECK_THAT(st.message(), Catch::Contains("stopped before the end"));
+  CHECK(Exists(box.in_root("v/a/f0")));  // cut short: nothing of the tree below was removed
+  cancel = false;
+  CHECK(box.root().RemoveTree("v", &cancel).ok());
+  CHECK_FALSE(Exists(box.in_root("v")));
+}
+
 TEST_CASE("RemoveTree refuses names that could reach the root or beyond", "[fsops][rm]") {
   Sandbox box;
   WriteFile(box.in_root("keep"), "k");

@@ -27,6 +27,7 @@
 #include <httplib.h>
 
 #include "config.hpp"
+#include "leader.hpp"
 #include "reconcile.hpp"
 #include "yaml.hpp"
 
@@ -90,7 +91,7 @@ int CheckObjects(const std::vector<std::string>& files) {
   std::map<std::string, bool> namespaced = {{"ServiceAccount", true}, {"ClusterRole", false}, {"ClusterRoleBinding", false},
                                             {"Role", true},           {"RoleBinding", true},   {"Deployment", true},
                                             {"DaemonSet", true},      {"StorageClass", false}, {"PersistentVolumeClaim", true},
-                                            {"Pod", true}};
+                                            {"Pod", true},            {"Lease", true}};
   int objects = 0;
   for (const std::string& f : files) {
     for (const picojson::value& d : Docs(f)) {
@@ -266,6 +267,7 @@ class Discovery {
         {"/apis/rbac.authorization.k8s.io/v1", "roles", "Role", true},
         {"/apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", true},
         {"/apis/storage.k8s.io/v1", "storageclasses", "StorageClass", false},
+        {"/apis/coordination.k8s.io/v1", "leases", "Lease", true},
     };
     std::map<std::string, picojson::array> lists;
     for (const Type& t : types) {
@@ -361,7 +363,7 @@ TEST_CASE("the install is exactly the manifests, each object has apiVersion, kin
   // No claim or pod among them: the examples are not installed by `kubectl create -f manifests/`.
   // Nor anything of manifests/daemonset/: kubectl -f does not read subfolders (without -R).
   CHECK(KubectlReads("manifests") == std::vector<std::string>(std::begin(kInstalled), std::end(kInstalled)));
-  CHECK(CheckObjects(KubectlReads("manifests")) == 7);
+  CHECK(CheckObjects(KubectlReads("manifests")) == 8);
   for (const std::string& f : KubectlReads("manifests"))
     for (const picojson::value& d : Docs(f)) {
       INFO(f);
@@ -480,6 +482,36 @@ TEST_CASE("the Deployment mounts the PV_DIR it passes, at the same host path, an
   CHECK(env["LEADER_ELECT"] == "true");
   CHECK(env.count("NODE_NAME") == 0);
   CHECK(env.count("ALLOWED_PV_DIRS") == 0);
+}
+
+TEST_CASE("the install makes, before the Deployment, the empty Lease its pod elects with, which its Role may take over",
+          "[manifests]") {
+  // So that an uninstall deletes the old pod's lease and an install right after need not wait
+  // for it (e2e_shutdown.cpp); first, so that no pod can have made it before kubectl does.
+  auto docs = Docs("manifests/deployment.yaml");
+  REQUIRE(docs.size() == 2);
+  const picojson::value& lease = docs[0];
+  REQUIRE(Str(lease.get("kind")) == "Lease");
+  CHECK(Str(lease.get("apiVersion")) == "coordination.k8s.io/v1");
+  CHECK_FALSE(lease.get("spec").is<picojson::object>());  // no holder: the first pod takes it at once
+  const picojson::value& dep = docs[1];
+  std::map<std::string, std::string> env = EnvOf(dep.get("spec").get("template").get("spec").get("containers").get(0));
+  CHECK(env.count("LEADER_ELECT_NAMESPACE") == 0);  // the service account's namespace: the Deployment's
+  CHECK(Str(lease.get("metadata").get("namespace")) == Str(dep.get("metadata").get("namespace")));
+  CHECK(Str(lease.get("metadata").get("name")) == LeaseNameFor(env["PROVISIONER_NAME"]));
+  // The Role lets the pod read it and take it over, in that namespace.
+  bool may_get = false, may_update = false;
+  for (const picojson::value& d : Docs("manifests/rbac.yaml")) {
+    if (Str(d.get("kind")) != "Role" || Str(d.get("metadata").get("namespace")) != Str(dep.get("metadata").get("namespace")))
+      continue;
+    for (const picojson::value& rule : d.get("rules").get<picojson::array>()) {
+      if (rule.get("resources").serialize().find("\"leases\"") == std::string::npos) continue;
+      may_get = may_get || rule.get("verbs").serialize().find("\"get\"") != std::string::npos;
+      may_update = may_update || rule.get("verbs").serialize().find("\"update\"") != std::string::npos;
+    }
+  }
+  CHECK(may_get);
+  CHECK(may_update);
 }
 
 TEST_CASE("the DaemonSet runs one node-aware instance per node: NODE_NAME from spec.nodeName, no leader election",
@@ -602,7 +634,8 @@ TEST_CASE("kubectl create -f reads the objects expected from each folder, and no
   if (!HaveKubectl()) return;
   // Only discovery is asked of a server (to map kinds to resources); nothing is sent.
   CHECK(KubectlCreateDryRun("manifests/") ==
-        std::vector<std::string>{"Deployment kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
+        std::vector<std::string>{"Lease kube-system/hostpath-provisioner.io-hostpath",
+                                 "Deployment kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
                                  "ClusterRole hostpath-provisioner", "ClusterRoleBinding hostpath-provisioner",
                                  "Role kube-system/hostpath-provisioner", "RoleBinding kube-system/hostpath-provisioner",
                                  "StorageClass hostpath"});
