@@ -1,7 +1,6 @@
 // The HTTP endpoint for probes and Prometheus: /healthz, /readyz and /metrics, answered from a
 // ProbeSource. Off when the address is "".
 #pragma once
-#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
@@ -17,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
 
@@ -35,16 +35,16 @@ class ProbeSource {
 
 namespace http_endpoint_detail {
 
-// An httplib::Server whose workers serve only connections that have sent something.
+// An httplib::Server whose workers serve only connections that have sent their request's headers.
 //
 // httplib hands each accepted connection to its task queue, whose worker then waits up to the
-// keep-alive timeout for the first byte: a crowd of idle connections, each holding a worker
-// for seconds, starves the probes. httplib 0.11.4's TaskQueue::enqueue gets an opaque closure
+// keep-alive timeout for the first byte, and up to the read timeout for each further one: a
+// crowd of idle or dribbling connections, each holding a worker for seconds, starves the probes. httplib 0.11.4's TaskQueue::enqueue gets an opaque closure
 // (it cannot see the socket, nor refuse: it returns void), so here the task queue runs the
 // closure at once on the accepting thread and the closure's target, the virtual
 // process_and_close_socket, is overridden: it parks the connection in an epoll set, where it
-// costs an open file and no thread. A readable connection goes to one of the workers; one that
-// sends nothing within `first_byte` is closed, and beyond `max_held` connections the oldest
+// costs an open file and no thread. Once its headers are there (peeked at, not read) it goes to
+// one of the workers; one that has not sent them within `headers_within` is closed, and beyond `max_held` connections the oldest
 // waiting one is closed to make room. One request per connection: a worker never waits for a
 // client's next request.
 class GatedServer : public httplib::Server {
@@ -52,9 +52,9 @@ class GatedServer : public httplib::Server {
   ~GatedServer() override { StopGate(); }
 
   // Call after bind_to_port, before listen_after_bind. Errors: no epoll or eventfd.
-  Status StartGate(size_t workers, size_t max_held, std::chrono::milliseconds first_byte) {
+  Status StartGate(size_t workers, size_t max_held, std::chrono::milliseconds headers_within) {
     max_held_ = max_held;
-    first_byte_ = first_byte;
+    headers_within_ = headers_within;
     epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
     wake_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     epoll_event ev{};
@@ -115,24 +115,23 @@ class GatedServer : public httplib::Server {
       Drop(waiting_.begin());
     }
     ++held_;
-    pollfd p{sock, POLLIN, 0};
-    if (::poll(&p, 1, 0) > 0) {  // its request is already there
+    if (HeadersIn(sock)) {
       Dispatch(sock);
       return true;
     }
-    auto it = waiting_.insert(waiting_.end(), Waiting{sock, ++generation_, Clock::now() + first_byte_});
+    auto it = waiting_.insert(waiting_.end(), Waiting{sock, ++generation_, Clock::now() + headers_within_});
     by_fd_[sock] = it;
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;  // an event each time more arrives
     ev.data.u64 = (uint64_t{it->generation} << 32) | static_cast<uint32_t>(sock);
     if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, sock, &ev) != 0) Drop(it);
     return true;
   }
 
-  // Hands readable connections to the workers and closes those past their deadline.
+  // Hands connections whose headers are in to the workers and closes those past their deadline.
   void GateLoop() {
     epoll_event events[64];
-    int timeout_ms = static_cast<int>(first_byte_.count());
+    int timeout_ms = static_cast<int>(headers_within_.count());
     while (!stopping_) {
       int n = ::epoll_wait(epoll_, events, 64, timeout_ms);
       std::lock_guard<std::mutex> lock(mu_);
@@ -141,16 +140,28 @@ class GatedServer : public httplib::Server {
         auto found = by_fd_.find(static_cast<int>(events[i].data.u64 & 0xffffffffu));
         if (found == by_fd_.end() || found->second->generation != events[i].data.u64 >> 32) continue;
         int fd = found->second->fd;
+        if (!HeadersIn(fd)) continue;
         Forget(found->second);
         Dispatch(fd);
       }
       const auto now = Clock::now();
       while (!waiting_.empty() && waiting_.front().deadline <= now) Drop(waiting_.begin());
-      timeout_ms = static_cast<int>(first_byte_.count());
+      timeout_ms = static_cast<int>(headers_within_.count());
       if (!waiting_.empty())
         timeout_ms = static_cast<int>(
             std::chrono::duration_cast<std::chrono::milliseconds>(waiting_.front().deadline - now).count() + 1);
     }
+  }
+
+  // Has the client sent its request's headers, or closed, or failed, or sent more than a request
+  // to this endpoint has? Then a worker will not wait on it. Peeks: reads nothing.
+  static bool HeadersIn(int fd) {
+    char buf[8192];
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+    if (n == 0 || n == static_cast<ssize_t>(sizeof buf)) return true;
+    const std::string_view seen(buf, static_cast<size_t>(n));
+    return seen.find("\r\n\r\n") != std::string_view::npos || seen.find("\n\n") != std::string_view::npos;
   }
 
   // httplib's own Server::process_and_close_socket, on a worker.
@@ -187,7 +198,7 @@ class GatedServer : public httplib::Server {
   }
 
   size_t max_held_ = 0;
-  std::chrono::milliseconds first_byte_{0};
+  std::chrono::milliseconds headers_within_{0};
   int epoll_ = -1, wake_ = -1;
   std::atomic<bool> stopping_{false};
   std::unique_ptr<httplib::ThreadPool> pool_;
@@ -201,7 +212,7 @@ class GatedServer : public httplib::Server {
 
 }  // namespace http_endpoint_detail
 
-// Threads: one accepts connections, one watches those that have sent nothing yet, kWorkers
+// Threads: one accepts connections, one watches those whose headers are not in yet, kWorkers
 // answer. Held connections: at most kMaxHeld, and half the open-file limit, so that a flood
 // of connections never takes the files the controller needs.
 class HttpEndpoint {
@@ -218,8 +229,7 @@ class HttpEndpoint {
     if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     if (host.empty()) host = "0.0.0.0";
     int port = std::stoi(address_.substr(colon + 1));
-    // Short timeouts: a client that holds a connection it has sent something on (headers that
-    // never end) ties up one worker for a while, never the probes.
+    // A client that stops sending its body or reading the answer holds a worker until these.
     server_.set_read_timeout(5, 0);
     server_.set_write_timeout(5, 0);
     server_.set_keep_alive_timeout(5);
@@ -234,7 +244,7 @@ class HttpEndpoint {
     });
     if (!server_.bind_to_port(host.c_str(), port))
       return Status::Error("--metrics-address " + address_ + ": cannot listen (in use, or not a local address)");
-    Status gate = server_.StartGate(kWorkers, MaxHeld(), kFirstByte);
+    Status gate = server_.StartGate(kWorkers, MaxHeld(), kHeadersWithin);
     if (!gate.ok()) return gate;
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     return Status::Ok();
@@ -251,7 +261,7 @@ class HttpEndpoint {
  private:
   static constexpr size_t kWorkers = 4;
   static constexpr size_t kMaxHeld = 1024;
-  static constexpr std::chrono::milliseconds kFirstByte{5000};
+  static constexpr std::chrono::milliseconds kHeadersWithin{5000};
 
   static size_t MaxHeld() {
     rlimit files{};

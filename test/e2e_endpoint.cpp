@@ -1,5 +1,6 @@
-// The provisioner's HTTP endpoint under a flood of idle connections (issue 33): the probes and
-// /metrics answer within 1 s each time, a claim binds, and threads and memory stay bounded.
+// The provisioner's HTTP endpoint under a flood of idle connections, or of requests whose headers
+// never end (issue 33): the probes and /metrics answer within 1 s each time, a claim binds, and
+// threads and memory stay bounded.
 #include <catch2/catch.hpp>
 #include <netinet/in.h>
 #include <poll.h>
@@ -34,13 +35,13 @@ int Connect(int port) {
   return fd;
 }
 
-// `n` connections to `port` that never send a byte; one the server closes is opened again
-// (10 times a second), as an attacker would.
+// `n` connections to `port` that send `hello` and then nothing; one the server closes is opened
+// again (10 times a second), as an attacker would.
 class IdleFlood {
  public:
-  IdleFlood(int port, size_t n) : port_(port) {
+  IdleFlood(int port, size_t n, std::string hello) : port_(port), hello_(std::move(hello)) {
     while (fds_.size() < n) {
-      int fd = Connect(port_);
+      int fd = Open();
       if (fd < 0) break;
       fds_.push_back({fd, POLLIN, 0});
     }
@@ -62,14 +63,21 @@ class IdleFlood {
       for (pollfd& p : fds_) {
         if (p.revents == 0 || stop_) continue;
         ::close(p.fd);
-        p.fd = Connect(port_);  // -1: poll skips it
+        p.fd = Open();  // -1: poll skips it
         p.revents = 0;
         ++reopened_;
       }
     }
   }
 
+  int Open() {
+    int fd = Connect(port_);
+    if (fd >= 0 && !hello_.empty()) ::send(fd, hello_.data(), hello_.size(), MSG_NOSIGNAL);
+    return fd;
+  }
+
   int port_;
+  const std::string hello_;
   std::vector<pollfd> fds_;
   std::atomic<bool> stop_{false};
   std::atomic<long> reopened_{0};
@@ -110,9 +118,10 @@ bool RoomForFiles(size_t n) {
   return ::setrlimit(RLIMIT_NOFILE, &lim) == 0;
 }
 
-// Holds `n` idle connections to a running provisioner for 7 s (past its 5 s first-byte timeout),
-// probing /healthz, /readyz and /metrics in turn every 50 ms and making a claim meanwhile.
-void Flood(size_t n) {
+// Holds `n` connections that send `hello` and then nothing to a running provisioner for 7 s (past
+// its 5 s limit for a request's headers), probing /healthz, /readyz and /metrics in turn every
+// 50 ms and making a claim meanwhile.
+void Flood(size_t n, const std::string& hello = "") {
   TempDir tmp;
   const std::string pv_dir = tmp.path() + "/pv";
   ::mkdir(pv_dir.c_str(), 0755);
@@ -129,7 +138,7 @@ void Flood(size_t n) {
   long threads_during = 0, hwm_during = 0, reopened = 0;
   bool bound = false;
   {
-    IdleFlood flood(p.metrics_port(), n);
+    IdleFlood flood(p.metrics_port(), n, hello);
     REQUIRE(flood.opened() == n);
     api.CreateYaml(ClaimYaml("default", "flooded", "hostpath"));
     const char* paths[] = {"/healthz", "/readyz", "/metrics"};
@@ -146,7 +155,7 @@ void Flood(size_t n) {
   std::vector<double> ms;
   for (const Probe& r : probes) ms.push_back(r.ms);
   std::sort(ms.begin(), ms.end());
-  std::cout << n << " idle connections (" << reopened << " reopened after the server closed them): " << probes.size()
+  std::cout << n << (hello.empty() ? " idle connections (" : " connections whose headers never end (") << reopened << " reopened after the server closed them): " << probes.size()
             << " probes, answer time max " << ms.back() << " ms, p50 " << ms[ms.size() / 2] << " ms; threads "
             << threads_before << " -> " << threads_during << ", VmHWM " << hwm_before << " -> " << hwm_during
             << " kB\n";
@@ -174,4 +183,9 @@ TEST_CASE("10,000 idle connections: probes and /metrics answer within 1 s, a cla
     return;
   }
   Flood(10000);
+}
+
+TEST_CASE("1,100 requests whose headers never end: probes and /metrics answer within 1 s, a claim binds", "[e2e]") {
+  REQUIRE(RoomForFiles(1100));
+  Flood(1100, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
 }
