@@ -35,18 +35,20 @@ class ProbeSource {
 
 namespace http_endpoint_detail {
 
-// An httplib::Server whose workers serve only connections that have sent their request's headers.
+// An httplib::Server whose workers serve only connections that have sent their request's
+// headers.
 //
 // httplib hands each accepted connection to its task queue, whose worker then waits up to the
 // keep-alive timeout for the first byte, and up to the read timeout for each further one: a
-// crowd of idle or dribbling connections, each holding a worker for seconds, starves the probes. httplib 0.11.4's TaskQueue::enqueue gets an opaque closure
-// (it cannot see the socket, nor refuse: it returns void), so here the task queue runs the
-// closure at once on the accepting thread and the closure's target, the virtual
-// process_and_close_socket, is overridden: it parks the connection in an epoll set, where it
-// costs an open file and no thread. Once its headers are there (peeked at, not read) it goes to
-// one of the workers; one that has not sent them within `headers_within` is closed, and beyond `max_held` connections the oldest
-// waiting one is closed to make room. One request per connection: a worker never waits for a
-// client's next request.
+// crowd of idle or dribbling connections, each holding a worker for seconds, starves the
+// probes. httplib 0.11.4's TaskQueue::enqueue gets an opaque closure (it cannot see the socket,
+// nor refuse: it returns void), so here the task queue runs the closure at once on the
+// accepting thread, and the closure's target, the virtual process_and_close_socket, is
+// overridden: it parks the connection in an epoll set, where it costs an open file and no
+// thread. Once its headers are there (peeked at, not read) it goes to one of the workers; one
+// that has not sent them within `headers_within` is closed, and beyond `max_held` connections
+// the oldest waiting one is closed to make room. One request per connection: a worker never
+// waits for a client's next request.
 class GatedServer : public httplib::Server {
  public:
   ~GatedServer() override { StopGate(); }
