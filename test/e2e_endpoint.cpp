@@ -1,0 +1,191 @@
+// The provisioner's HTTP endpoint under a flood of idle connections, or of requests whose headers
+// never end (issue 33): the probes and /metrics answer within 1 s each time, a claim binds, and
+// threads and memory stay bounded.
+#include <catch2/catch.hpp>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <atomic>
+#include <iostream>
+#include <thread>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace harness;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A TCP connection to 127.0.0.1:port (-1 if it fails).
+int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// `n` connections to `port` that send `hello` and then nothing; one the server closes is opened
+// again (10 times a second), as an attacker would.
+class IdleFlood {
+ public:
+  IdleFlood(int port, size_t n, std::string hello) : port_(port), hello_(std::move(hello)) {
+    while (fds_.size() < n) {
+      int fd = Open();
+      if (fd < 0) break;
+      fds_.push_back({fd, POLLIN, 0});
+    }
+    thread_ = std::thread([this] { Keep(); });
+  }
+  ~IdleFlood() {
+    stop_ = true;
+    thread_.join();
+    for (const pollfd& p : fds_) ::close(p.fd);
+  }
+  size_t opened() const { return fds_.size(); }
+  long reopened() const { return reopened_; }
+
+ private:
+  void Keep() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (::poll(fds_.data(), fds_.size(), 0) <= 0) continue;
+      for (pollfd& p : fds_) {
+        if (p.revents == 0 || stop_) continue;
+        ::close(p.fd);
+        p.fd = Open();  // -1: poll skips it
+        p.revents = 0;
+        ++reopened_;
+      }
+    }
+  }
+
+  int Open() {
+    int fd = Connect(port_);
+    if (fd >= 0 && !hello_.empty()) ::send(fd, hello_.data(), hello_.size(), MSG_NOSIGNAL);
+    return fd;
+  }
+
+  int port_;
+  const std::string hello_;
+  std::vector<pollfd> fds_;
+  std::atomic<bool> stop_{false};
+  std::atomic<long> reopened_{0};
+  std::thread thread_;
+};
+
+// A field of /proc/<pid>/status, as a number (kB for sizes); -1 if missing.
+long StatusField(pid_t pid, const std::string& name) {
+  std::istringstream in(ReadFile("/proc/" + std::to_string(pid) + "/status"));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(name + ":", 0) == 0) return std::stol(line.substr(name.size() + 1));
+  return -1;
+}
+
+struct Probe {
+  std::string path;
+  int code;
+  double ms;
+};
+
+// GET `path` on a fresh connection, as the kubelet does; code 0 without an answer in 3 s.
+Probe Get(int port, const std::string& path) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_connection_timeout(std::chrono::seconds(3));
+  cli.set_read_timeout(std::chrono::seconds(3));
+  const auto start = Clock::now();
+  auto r = cli.Get(path.c_str());
+  return {path, r ? r->status : 0, std::chrono::duration<double, std::milli>(Clock::now() - start).count()};
+}
+
+// Raises this process's soft open-file limit (the provisioner inherits it) to hold `n` more;
+// false if the hard limit does not allow it.
+bool RoomForFiles(size_t n) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_max < n + 256) return false;
+  lim.rlim_cur = lim.rlim_max;
+  return ::setrlimit(RLIMIT_NOFILE, &lim) == 0;
+}
+
+// Holds `n` connections that send `hello` and then nothing to a running provisioner for 7 s (past
+// its 5 s limit for a request's headers), probing /healthz, /readyz and /metrics in turn every
+// 50 ms and making a claim meanwhile.
+void Flood(size_t n, const std::string& hello = "") {
+  TempDir tmp;
+  const std::string pv_dir = tmp.path() + "/pv";
+  ::mkdir(pv_dir.c_str(), 0755);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ReadFile("manifests/storageclass.yaml"));
+  Provisioner p(api, pv_dir);
+  const pid_t pid = p.process().pid();
+  REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  api.CreateYaml(ClaimYaml("default", "before", "hostpath"));  // threads the first claim starts
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "before")) == "Bound"; }));
+  const long threads_before = StatusField(pid, "Threads"), hwm_before = StatusField(pid, "VmHWM");
+
+  std::vector<Probe> probes;
+  long threads_during = 0, hwm_during = 0, reopened = 0;
+  bool bound = false;
+  {
+    IdleFlood flood(p.metrics_port(), n, hello);
+    REQUIRE(flood.opened() == n);
+    api.CreateYaml(ClaimYaml("default", "flooded", "hostpath"));
+    const char* paths[] = {"/healthz", "/readyz", "/metrics"};
+    for (auto end = Clock::now() + std::chrono::seconds(7); Clock::now() < end;) {
+      probes.push_back(Get(p.metrics_port(), paths[probes.size() % 3]));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    bound = Eventually([&] { return Phase(api.Claim("default", "flooded")) == "Bound"; }, std::chrono::seconds(10));
+    threads_during = StatusField(pid, "Threads");
+    hwm_during = StatusField(pid, "VmHWM");
+    reopened = flood.reopened();
+  }
+
+  std::vector<double> ms;
+  for (const Probe& r : probes) ms.push_back(r.ms);
+  std::sort(ms.begin(), ms.end());
+  std::cout << n << (hello.empty() ? " idle connections (" : " connections whose headers never end (") << reopened << " reopened after the server closed them): " << probes.size()
+            << " probes, answer time max " << ms.back() << " ms, p50 " << ms[ms.size() / 2] << " ms; threads "
+            << threads_before << " -> " << threads_during << ", VmHWM " << hwm_before << " -> " << hwm_during
+            << " kB\n";
+  for (const Probe& r : probes) {
+    INFO(r.path << " answered " << r.code << " in " << r.ms << " ms");
+    CHECK(r.code == 200);
+    CHECK(r.ms < 1000);
+  }
+  INFO(p.Log());
+  CHECK(bound);
+  CHECK(threads_during <= threads_before);         // no thread per connection
+  CHECK(hwm_during < hwm_before + 16 * 1024);     // nor memory: under 16 MiB more
+}
+
+}  // namespace
+
+TEST_CASE("1,100 idle connections: probes and /metrics answer within 1 s, a claim binds", "[e2e]") {
+  REQUIRE(RoomForFiles(1100));
+  Flood(1100);
+}
+
+TEST_CASE("10,000 idle connections: probes and /metrics answer within 1 s, a claim binds", "[e2e]") {
+  if (!RoomForFiles(10000)) {
+    WARN("SKIPPED: the hard limit on open files is below 10,256");
+    return;
+  }
+  Flood(10000);
+}
+
+TEST_CASE("1,100 requests whose headers never end: probes and /metrics answer within 1 s, a claim binds", "[e2e]") {
+  REQUIRE(RoomForFiles(1100));
+  Flood(1100, "GET /healthz HTTP/1.1\r\nHost: x\r\n");
+}
