@@ -953,7 +953,8 @@ int Run() {
   std::vector<double> quota_on, quota_off;
   std::string quota_skipped;
   {
-    harness::LoopFs fs(work + "/btrfs", "btrfs", "1G");
+    char abs[PATH_MAX];
+    harness::LoopFs fs(std::string(::realpath(work.c_str(), abs) ? abs : work.c_str()) + "/btrfs", "btrfs", "4G");  // each claim asks for 1Gi
     if (!fs.mounted || harness::LoopFs::Sh("btrfs quota enable " + fs.dir) != 0) {
       quota_skipped = fs.mounted ? "btrfs quota enable failed" : fs.why;
     } else {
