@@ -60,11 +60,17 @@ $(X_DIR)/test/%: test/%.cpp $(X_DIR)/test/catch_main.o $(HTTPLIB) $(X_DIR)/test/
 	@mkdir -p $(@D)
 	$(X_CXX) $(CPPFLAGS) $(X_FLAGS) $(CXXFLAGS) $(DEPFLAGS) -O1 -static $< $(X_DIR)/test/catch_main.o -o $@ $(X_LINK) $(LIBS)
 
+# What qemu-user 7.2 (bookworm) cannot emulate is left out there: it reports every mount id as
+# 0, so a bind mount inside a volume looks like part of it, and it has no btrfs ioctls.
+ARCH_QEMU_SKIP_unit_fsops := "~RemoveTree leaves mounts inside a volume alone and reports them"
+ARCH_QEMU_SKIP_unit_quota := "~[btrfs]"
+
+.PRECIOUS: $(X_DIR)/test/unit_%
 # test/run.sh runs binaries directly and this kernel may have no binfmt handler for ARM: each
 # test gets a script that starts it under qemu, and the provisioner one too.
 $(X_DIR)/run/unit_%: $(X_DIR)/test/unit_%
 	@mkdir -p $(@D)
-	printf '#!/bin/sh\nexec $(X_QEMU) $< "$$@"\n' > $@
+	printf '#!/bin/sh\nexec $(X_QEMU) $< $(ARCH_QEMU_SKIP_unit_$*) "$$@"\n' > $@
 	chmod +x $@
 $(X_DIR)/run/hostpath-provisioner: $(X_PROV)
 	@mkdir -p $(@D)
