@@ -3,6 +3,7 @@
 #   make test     unit and end-to-end tests (installs missing build dependencies first)
 #   make demo     runs the provisioner against the bundled fake API server on loopback
 #   make image    an OCI image archive of the binary; more targets in mk/*.mk
+#   make ARCH=arm64 | ARCH=armv7   the binary for ARM boards, build/ARCH/ (mk/arch.mk)
 # Builds run in parallel, one job per CPU, unless -j is given (`make -j1` for one at a time).
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 BUILD     := build

@@ -185,9 +185,9 @@ class Controller {
   // Every worker has been on its current key for longer than `limit`: nothing can make
   // progress (for a liveness check). One long removal alone is not stuck.
   bool WorkerStuck(std::chrono::seconds limit) const {
-    const long now = NowMs();
+    const int64_t now = NowMs();
     for (const auto& w : workers_) {
-      long busy_since = w->busy_since_ms;
+      int64_t busy_since = w->busy_since_ms;
       if (busy_since == 0 || now - busy_since <= limit.count() * 1000) return false;
     }
     return true;
@@ -196,7 +196,7 @@ class Controller {
   const UsageScanner& usage() const { return usage_; }
 
  private:
-  static long NowMs() {
+  static int64_t NowMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
@@ -210,7 +210,7 @@ class Controller {
     ApiConnection conn;
     KubeApi api;
     std::thread thread;
-    std::atomic<long> busy_since_ms{0};  // 0 when idle
+    std::atomic<int64_t> busy_since_ms{0};  // 0 when idle; steady ms overflow a 32-bit long after 24 days
   };
 
   // How a key's sync ended: done (its failures forgotten), or to be retried after backoff,

@@ -168,7 +168,7 @@ inline bool SameMount(const DirId& a, const DirId& b) {
 inline bool IsSubvolumeIn(const DirId& parent, const DirId& dir, int fd) {
   if (!parent.has_mnt || !dir.has_mnt || parent.mnt != dir.mnt || dir.ino != 256) return false;
   struct statfs sf;
-  return fstatfs(fd, &sf) == 0 && sf.f_type == BTRFS_SUPER_MAGIC;
+  return fstatfs(fd, &sf) == 0 && static_cast<uint32_t>(sf.f_type) == BTRFS_SUPER_MAGIC;  // an int on 32-bit ARM
 }
 
 // Opens the directory `name` inside parent_fd without following a symlink. When permission

@@ -36,7 +36,7 @@ class LeaderElector {
   // renew deadline ago, on its own clock? False after a pause (SIGSTOP, a frozen VM) longer
   // than that, before the renewer has had a chance to notice that another instance took over.
   bool Leading() const {
-    const long last = last_written_ms_;
+    const int64_t last = last_written_ms_;
     return last != 0 && NowMs() - last < std::chrono::duration_cast<std::chrono::milliseconds>(t_.renew_deadline).count();
   }
 
@@ -126,7 +126,7 @@ class LeaderElector {
 
   // RFC 3339 with microseconds, as metav1.MicroTime.
   static std::string MicroTime() { return logging::UtcNow(6); }
-  static long NowMs() {
+  static int64_t NowMs() {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
@@ -182,7 +182,7 @@ class LeaderElector {
   std::string ns_, name_, identity_;
   LeaseTimings t_;
   Lease record_;  // as we last wrote it
-  std::atomic<long> last_written_ms_{0};  // steady clock, when we last wrote the lease as holder
+  std::atomic<int64_t> last_written_ms_{0};  // steady clock, when we last wrote the lease as holder
   std::string observed_record_;
   std::chrono::steady_clock::time_point observed_at_{};
   std::thread renewer_;

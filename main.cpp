@@ -33,6 +33,16 @@
 #ifndef HP_COMMIT
 #define HP_COMMIT "unknown"
 #endif
+// The platform --version names, as container images name it.
+#if defined(__x86_64__)
+#define HP_PLATFORM "linux/amd64"
+#elif defined(__aarch64__)
+#define HP_PLATFORM "linux/arm64"
+#elif defined(__arm__)
+#define HP_PLATFORM "linux/arm/v7"
+#else
+#define HP_PLATFORM "linux"
+#endif
 
 namespace {
 
@@ -129,7 +139,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cfg.show_version) {
-    std::printf("hostpath-provisioner %s (commit %s)\n", HP_VERSION, HP_COMMIT);
+    std::printf("hostpath-provisioner %s (commit %s, %s)\n", HP_VERSION, HP_COMMIT, HP_PLATFORM);
     return 0;
   }
   logging::Verbosity() = cfg.verbosity;
