@@ -167,7 +167,9 @@ void Flood(size_t n, const std::string& hello = "") {
   INFO(p.Log());
   CHECK(bound);
   CHECK(threads_during <= threads_before);         // no thread per connection
-  CHECK(hwm_during < hwm_before + 16 * 1024);     // nor memory: under 16 MiB more
+  // nor memory: under 16 MiB more (a sanitizer's quarantine and shadow memory say nothing of
+  // the shipped binary's footprint)
+  if (std::getenv("ASAN_OPTIONS") == nullptr && std::getenv("TSAN_OPTIONS") == nullptr) CHECK(hwm_during < hwm_before + 16 * 1024);
 }
 
 }  // namespace
