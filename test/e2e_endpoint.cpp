@@ -21,20 +21,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A TCP connection to 127.0.0.1:port (-1 if it fails).
-int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // `n` connections to `port` that send `hello` and then nothing; one the server closes is opened
 // again (10 times a second), as an attacker would.
 class IdleFlood {

@@ -638,20 +638,6 @@ TEST_CASE("a file name that is not UTF-8 gives valid UTF-8 in logs and events", 
 
 namespace {
 
-// A TCP connection to 127.0.0.1:port (-1 if it fails).
-int Connect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 }  // namespace
 
 TEST_CASE("a client that never finishes its request does not hold up /healthz", "[e2e]") {

@@ -106,6 +106,20 @@ inline int FreePort() {
 
 // A child process with its stdout and stderr in a file; `cpus`, when given, are the only
 // CPUs it may run on.
+// A TCP connection to 127.0.0.1:port (-1 if it fails).
+inline int Connect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 class Process {
  public:
   Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const std::string& log,
