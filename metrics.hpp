@@ -88,15 +88,16 @@ inline void Usage(std::ostringstream& o, const UsageScanner& scanner) {
        "bytes, at most what its filesystem has free, never below 0)",
        [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return AvailableBytes(u); }},
       {"used_bytes", "Number of used bytes in the volume (hostpath-provisioner: space allocated to its directory tree, "
-       "as du -sx counts it, at the last usage scan)",
+       "as du -sx counts it, or as its quota charges it when its size is enforced, at the last usage scan)",
        [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.used_bytes; }},
       {"inodes", "Maximum number of inodes in the volume (hostpath-provisioner: its filesystem's)",
        [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.fs.inodes; }},
       {"inodes_free", "Number of free inodes in the volume (hostpath-provisioner: its filesystem's)",
        [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.fs.inodes_free; }},
       {"inodes_used", "Number of used inodes in the volume (hostpath-provisioner: files and directories in its "
-       "directory, as du -sx --inodes counts them, at the last usage scan)",
-       [](const VolumeUsage&) { return true; }, [](const VolumeUsage& u) { return u.inodes_used; }},
+       "directory, as du -sx --inodes counts them or its project quota charges them, at the last usage scan; none "
+       "for a btrfs volume whose size is enforced, as its qgroup counts no inodes)",
+       [](const VolumeUsage& u) { return u.inodes_known; }, [](const VolumeUsage& u) { return u.inodes_used; }},
   };
   for (const Gauge& g : gauges) {
     const std::string name = std::string("kubelet_volume_stats_") + g.name;

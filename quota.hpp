@@ -71,16 +71,20 @@ inline bool KernelAtLeast(int major, int minor) {
   return a > major || (a == major && b >= minor);
 }
 
-// Does this process have CAP_SYS_ADMIN in its effective set? (/proc/self/status, CapEff)
+// Does this process have CAP_SYS_ADMIN in its effective set? (/proc/self/status, CapEff, read
+// once: a container's capabilities are fixed when it starts.)
 inline bool HasSysAdmin() {
-  FILE* f = std::fopen("/proc/self/status", "re");
-  if (f == nullptr) return true;  // cannot tell: the call will say
-  char line[256];
-  unsigned long long caps = ~0ULL;
-  while (std::fgets(line, sizeof line, f) != nullptr)
-    if (std::sscanf(line, "CapEff: %llx", &caps) == 1) break;
-  std::fclose(f);
-  return (caps >> kCapSysAdmin) & 1;
+  static const bool has = [] {
+    FILE* f = std::fopen("/proc/self/status", "re");
+    if (f == nullptr) return true;  // cannot tell: the call will say
+    char line[256];
+    unsigned long long caps = ~0ULL;
+    while (std::fgets(line, sizeof line, f) != nullptr)
+      if (std::sscanf(line, "CapEff: %llx", &caps) == 1) break;
+    std::fclose(f);
+    return ((caps >> kCapSysAdmin) & 1) != 0;
+  }();
+  return has;
 }
 
 // The mount point and device of the mount holding `fd`, for advice ("" when not found).
@@ -111,9 +115,12 @@ inline std::string Or(const std::string& s, const char* otherwise) { return s.em
 inline QuotaSupport ProbeProject(int root_fd, const std::string& fs) {
   QuotaSupport q;
   q.fs = fs;
+  // The mount table is read only to word advice, never on the way to a volume.
   std::string mp, dev;
-  MountOf(root_fd, &mp, &dev);
-  const std::string at = Or(mp, "its mount point");
+  auto at = [&] {
+    if (mp.empty()) MountOf(root_fd, &mp, &dev);
+    return Or(mp, "its mount point");
+  };
   if (!KernelAtLeast(5, 14)) {
     q.why_not = "this kernel is older than Linux 5.14, which enforcing sizes needs (quotactl_fd: limits set "
                 "without the disk's device node); upgrade the node's kernel";
@@ -125,26 +132,27 @@ inline QuotaSupport ProbeProject(int root_fd, const std::string& fs) {
     const int e = errno;
     // XFS answers ENOSYS both when mounted without quotas and when built without them.
     if (e == ENOSYS && fs == "xfs")
-      q.why_not = "XFS at " + at + " is not mounted with project quotas: add prjquota to its mount options (in "
+      q.why_not = "XFS at " + at() + " is not mounted with project quotas: add prjquota to its mount options (in "
                   "/etc/fstab; for the root filesystem, rootflags=prjquota on the kernel command line) and mount it "
                   "again (the kernel needs XFS quota support, CONFIG_XFS_QUOTA, as distribution kernels have)";
     else if (e == ENOSYS)
       q.why_not = "this kernel was built without quota support for ext4 (CONFIG_QUOTA, CONFIG_QFMT_V2); use a distribution kernel";
     else
-      q.why_not = "cannot read the project quota state of " + at + ": " + std::strerror(e);
+      q.why_not = "cannot read the project quota state of " + at() + ": " + std::strerror(e);
     return q;
   }
   const bool accounted = sv.qs_flags & FS_QUOTA_PDQ_ACCT, enforced = sv.qs_flags & FS_QUOTA_PDQ_ENFD;
   if (fs == "xfs" && !accounted) {
-    q.why_not = "XFS at " + at + " is not mounted with project quotas: add prjquota to its mount options (in "
+    q.why_not = "XFS at " + at() + " is not mounted with project quotas: add prjquota to its mount options (in "
                 "/etc/fstab; for the root filesystem, rootflags=prjquota on the kernel command line) and mount it again";
   } else if (fs == "xfs" && !enforced) {
-    q.why_not = "XFS at " + at + " accounts project quotas but does not enforce them (pqnoenforce): mount it with prjquota";
+    q.why_not = "XFS at " + at() + " accounts project quotas but does not enforce them (pqnoenforce): mount it with prjquota";
   } else if (!accounted) {
-    q.why_not = "ext4 at " + at + " needs the project and quota features: unmount it, run tune2fs -O project,quota -Q prjquota " +
+    const std::string where = at();
+    q.why_not = "ext4 at " + where + " needs the project and quota features: unmount it, run tune2fs -O project,quota -Q prjquota " +
                 Or(dev, "<device>") + ", and mount it with -o prjquota (in /etc/fstab too)";
   } else if (!enforced) {
-    q.why_not = "ext4 at " + at + " counts project quotas but does not enforce them: mount it with -o prjquota (in /etc/fstab too)";
+    q.why_not = "ext4 at " + at() + " counts project quotas but does not enforce them: mount it with -o prjquota (in /etc/fstab too)";
   } else if (!HasSysAdmin()) {
     q.why_not = "setting quota limits needs the capability CAP_SYS_ADMIN, which the provisioner's container lacks: "
                 "install it with kubectl apply -k manifests/overlays/quota (or quota-daemonset), which adds SYS_ADMIN";
@@ -154,24 +162,31 @@ inline QuotaSupport ProbeProject(int root_fd, const std::string& fs) {
   return q;
 }
 
-inline QuotaSupport ProbeBtrfs(int root_fd) {
-  QuotaSupport q;
-  q.fs = "btrfs";
-  std::string mp, dev;
-  MountOf(root_fd, &mp, &dev);
+// The btrfs filesystem's directory in sysfs, /sys/fs/btrfs/<fsid>; "" with *err set when its
+// identity cannot be read.
+inline std::string BtrfsSysDir(int fd, std::string* err) {
   btrfs_ioctl_fs_info_args info {};
-  if (ioctl(root_fd, BTRFS_IOC_FS_INFO, &info) != 0) {
-    q.why_not = std::string("cannot read the btrfs filesystem's identity: ") + std::strerror(errno);
-    return q;
+  if (ioctl(fd, BTRFS_IOC_FS_INFO, &info) != 0) {
+    *err = std::string("cannot read the btrfs filesystem's identity: ") + std::strerror(errno);
+    return "";
   }
   char uuid[40];
   const unsigned char* u = info.fsid;
   std::snprintf(uuid, sizeof uuid, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
                 u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  return std::string("/sys/fs/btrfs/") + uuid;
+}
+
+inline QuotaSupport ProbeBtrfs(int root_fd) {
+  QuotaSupport q;
+  q.fs = "btrfs";
+  const std::string sys = BtrfsSysDir(root_fd, &q.why_not);
+  if (sys.empty()) return q;
   struct stat st {};
-  const std::string sys = std::string("/sys/fs/btrfs/") + uuid;
   // The qgroups folder is there while quotas are enabled; without /sys, the limit will say.
   if (stat(sys.c_str(), &st) == 0 && stat((sys + "/qgroups").c_str(), &st) != 0) {
+    std::string mp, dev;
+    MountOf(root_fd, &mp, &dev);
     q.why_not = "btrfs quotas (qgroups) are off on " + Or(mp, "the root's filesystem") +
                 ": an administrator turns them on with btrfs quota enable " + Or(mp, "<mount point>") +
                 " (this provisioner never does: it costs some write speed on the whole filesystem)";
@@ -317,6 +332,24 @@ class QuotaLimits {
     if (quota_detail::GetProjectOf(dir.get(), &project) != 0 || project < static_cast<unsigned>(quota_detail::kFirstProjectId))
       return QuotaId{};
     return QuotaId{QuotaMethod::kProject, project};
+  }
+
+  // Bytes charged to a btrfs subvolume's qgroup (0/id): what its limit is held against, data
+  // and the subvolume's own metadata, as of the last transaction commit (at most 30 s old by
+  // default). Read from sysfs (Linux 5.9+), which needs no privilege; kNotFound without it.
+  Status QgroupUsage(uint64_t id, uint64_t* bytes) const {
+    std::string err;
+    const std::string sys = quota_detail::BtrfsSysDir(root_.fd(), &err);
+    if (sys.empty()) return Status::Error(err);
+    const std::string file = sys + "/qgroups/0_" + std::to_string(id) + "/referenced";
+    FILE* f = std::fopen(file.c_str(), "re");
+    if (f == nullptr) return Status(Status::kNotFound, "cannot read " + file + ": " + std::strerror(errno), errno);
+    unsigned long long v = 0;
+    const bool read = std::fscanf(f, "%llu", &v) == 1;
+    std::fclose(f);
+    if (!read) return Status::Error(file + " does not hold a number");
+    *bytes = v;
+    return Status::Ok();
   }
 
   // Bytes and inodes charged to project `id` (ext4, XFS).

@@ -71,14 +71,22 @@ inline std::optional<UsageTarget> UsageTargetFor(const Config& cfg, const Volume
                      quota == v.meta.annotations.end() ? QuotaId{} : ParseQuotaId(quota->second)};
 }
 
-// A volume's use as its project quota counts it (ext4, XFS), without walking it: nothing when
-// it has none (btrfs qgroups count bytes but no inodes: those volumes are walked).
+// A volume's use as its quota counts it, without walking it: bytes and inodes of its project
+// (ext4, XFS), bytes of its qgroup (btrfs: a qgroup counts no inodes, and btrfs reports no inode
+// totals either). Nothing for a volume made without a limit, or when the accounting cannot be
+// read (then it is walked).
 inline std::optional<std::pair<UsageCount, FsFigures>> UsageFromQuota(const Root& root, const UsageTarget& t) {
-  if (t.quota.method != QuotaMethod::kProject) return std::nullopt;
+  if (t.quota.method == QuotaMethod::kNone) return std::nullopt;
   QuotaLimits limits(root);
   Result<QuotaId> q = AgreedQuota(limits, t.dir_name, t.quota);
+  if (!q.ok()) return std::nullopt;
   UsageCount count;
-  if (!q.ok() || !limits.ProjectUsage(static_cast<unsigned>(q->id), &count.bytes, &count.inodes).ok()) return std::nullopt;
+  if (q->method == QuotaMethod::kBtrfs) {
+    count.inodes_known = false;
+    if (!limits.QgroupUsage(q->id, &count.bytes).ok()) return std::nullopt;
+  } else if (!limits.ProjectUsage(static_cast<unsigned>(q->id), &count.bytes, &count.inodes).ok()) {
+    return std::nullopt;
+  }
   struct statvfs vfs;
   if (fstatvfs(root.fd(), &vfs) != 0) return std::nullopt;
   FsFigures fs;
@@ -94,6 +102,7 @@ struct VolumeUsage {
   int64_t capacity_bytes = -1;
   uint64_t used_bytes = 0, inodes_used = 0;
   FsFigures fs;
+  bool inodes_known = true;  // inodes_used counted (not for a btrfs volume measured by its qgroup)
 };
 
 // Pure. kubelet's "available" for a directory that shares its filesystem: what the volume may
@@ -359,7 +368,7 @@ class UsageScanner {
   }
 
   void Publish(const std::string& name, const UsageTarget& t, const IdleWalker::Outcome& o) {
-    VolumeUsage u{name, t.namespace_, t.claim, t.capacity_bytes, o.count.bytes, o.count.inodes, o.fs};
+    VolumeUsage u{name, t.namespace_, t.claim, t.capacity_bytes, o.count.bytes, o.count.inodes, o.fs, o.count.inodes_known};
     bool tell = false;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -40,6 +40,7 @@ struct UsageCount {
   uint64_t bytes = 0;    // allocated: st_blocks * 512 of each entry counted, as du
   uint64_t inodes = 0;   // entries counted, directories (the volume's own too) included
   uint64_t skipped = 0;  // not counted or not entered: other mounts, unreadable, too deep, replaced
+  bool inodes_known = true;  // false: counted by a btrfs qgroup, which counts bytes only
 };
 
 // The volume's filesystem, from statvfs: what kubelet reports beside a volume's use.

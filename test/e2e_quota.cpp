@@ -79,7 +79,7 @@ TEST_CASE("quota true on btrfs with qgroups: the claim's size is a hard limit th
   REQUIRE_MOUNTED(b.fs);
   FakeApi& api = *b.api;
   const LoopFs& fs = b.fs;
-  Provisioner p(api, fs.dir);
+  Provisioner p(api, fs.dir, {{"USAGE_SCAN_INTERVAL", "1"}});
   api.CreateYaml(ClaimYaml("default", "db", "limited", "4Mi"));
   REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound"; }));
   const std::string dir = VolumeDir(api, "db");
@@ -93,6 +93,16 @@ TEST_CASE("quota true on btrfs with qgroups: the claim's size is a hard limit th
   INFO("wrote " << written << " bytes; log:\n" << p.Log());
   CHECK(err == EDQUOT);
   CHECK(written <= 4 * kMiB);
+
+  // Its usage comes from the qgroup, with no walk of the directory (the walk counts entries).
+  REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
+  const std::string pv = api.Claim("default", "db").get("spec").get("volumeName").to_str();
+  const std::string labels = "namespace=\"default\",persistentvolumeclaim=\"db\",persistentvolume=\"" + pv + "\"";
+  REQUIRE(Eventually([&] { return Metric(p, "kubelet_volume_stats_used_bytes", labels) >= static_cast<double>(written); }));
+  CHECK(Metric(p, "kubelet_volume_stats_used_bytes", labels) <= 5.0 * kMiB);
+  CHECK(Metric(p, "kubelet_volume_stats_capacity_bytes", labels) == 4.0 * kMiB);
+  CHECK(Metric(p, "kubelet_volume_stats_inodes_used", labels) < 0);  // a qgroup counts no inodes
+  CHECK(Metric(p, "hostpath_provisioner_usage_scan_entries_total") == 0);
 
   REQUIRE(AskFor(api, "db", "12Mi").code == 200);
   REQUIRE(Eventually([&] { return HasEvent(api, "db", "VolumeResizeSuccessful", ""); }));

@@ -32,13 +32,6 @@ uint64_t Du(const std::string& path, const char* what) {
 
 void WriteBytes(const std::string& path, size_t n) { WriteFile(path, std::string(n, 'x')); }
 
-// The value of the series `name{labels}` on /metrics; -1 when it is not there.
-double Metric(Provisioner& p, const std::string& name, const std::string& labels = "") {
-  const std::string body = p.Http("/metrics").body, prefix = "\n" + name + (labels.empty() ? "" : "{" + labels + "}") + " ";
-  size_t at = body.find(prefix);
-  return at == std::string::npos ? -1 : std::atof(body.c_str() + at + prefix.size());
-}
-
 std::string Labels(const std::string& claim, const std::string& pv) {
   return "namespace=\"default\",persistentvolumeclaim=\"" + claim + "\",persistentvolume=\"" + pv + "\"";
 }

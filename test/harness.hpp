@@ -376,4 +376,11 @@ class Provisioner {
   int metrics_port_ = 0;
 };
 
+// The value of the series `name{labels}` on /metrics; -1 when it is not there.
+inline double Metric(Provisioner& p, const std::string& name, const std::string& labels = "") {
+  const std::string body = p.Http("/metrics").body, prefix = "\n" + name + (labels.empty() ? "" : "{" + labels + "}") + " ";
+  size_t at = body.find(prefix);
+  return at == std::string::npos ? -1 : std::atof(body.c_str() + at + prefix.size());
+}
+
 }  // namespace harness

@@ -161,6 +161,40 @@ TEST_CASE("btrfs with quotas on: a volume is a subvolume whose size is a hard li
   CHECK(limits.Release(*made).ok());
 }
 
+TEST_CASE("btrfs: an enforced volume's usage is its qgroup's, read without walking it; its inodes are not counted",
+          "[quota][btrfs]") {
+  LoopFs fs(Scratch("btrfs-usage"), "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  Root root = OpenRoot(fs.dir);
+  QuotaLimits limits(root);
+  Result<QuotaId> made = limits.Make(QuotaMethod::kBtrfs, "vol", 0777, 1000, 1000, 16 * kMiB, "vol");
+  REQUIRE(made.ok());
+  // 3 MiB in one file and 100 small ones, committed so that the qgroup has counted them.
+  REQUIRE(Fill(fs.dir + "/vol/big", 3 * kMiB).first == 3 * kMiB);
+  REQUIRE(LoopFs::Sh("mkdir " + fs.dir + "/vol/d && for i in $(seq 100); do echo $i > " + fs.dir +
+                     "/vol/d/$i; done && sync -f " + fs.dir) == 0);
+  UsageTarget t;
+  t.dir_name = "vol";
+  t.quota = *made;
+  auto counted = UsageFromQuota(root, t);
+  REQUIRE(counted);
+  CHECK_FALSE(counted->first.inodes_known);
+  CHECK(counted->first.inodes == 0);
+  uint64_t referenced = 0;
+  REQUIRE(limits.QgroupUsage(made->id, &referenced).ok());
+  CHECK(counted->first.bytes == referenced);
+  // The data, plus the subvolume's own metadata (its tree, where small files live inline).
+  CHECK(counted->first.bytes >= 3 * kMiB);
+  CHECK(counted->first.bytes < 3 * kMiB + kMiB);
+  // Agreement as everywhere else: a PV that names another qgroup gets no figures from it.
+  t.quota.id = made->id + 1;
+  CHECK_FALSE(UsageFromQuota(root, t));
+  // A volume made without a limit is walked, not read from a quota.
+  t.quota = QuotaId{};
+  CHECK_FALSE(UsageFromQuota(root, t));
+}
+
 TEST_CASE("btrfs: a plain directory in the way is not taken for a volume's subvolume", "[quota][btrfs]") {
   LoopFs fs(Scratch("btrfs-plain"), "btrfs", "300M");
   REQUIRE_MOUNTED(fs);
