@@ -191,10 +191,17 @@ inline Status Read(const Fields& top, Claim* c) {
   const Value* present = nullptr;
   K8S_JSON_TRY(spec.Object("selector", &present));
   c->has_selector = present != nullptr;
-  K8S_JSON_TRY(spec.Object("dataSource", &present));
-  c->has_data_source = present != nullptr;
-  K8S_JSON_TRY(spec.Object("dataSourceRef", &present));
-  c->has_data_source = c->has_data_source || present != nullptr;
+  // The API server makes the two agree (1.24, AnyVolumeDataSource); dataSource wins if not.
+  for (const char* key : {"dataSourceRef", "dataSource"}) {
+    K8S_JSON_TRY(spec.Object(key, &present));
+    if (present == nullptr) continue;
+    Fields source(nullptr, "");
+    K8S_JSON_TRY(spec.Sub(key, &source));
+    c->has_data_source = true;
+    K8S_JSON_TRY(source.String("apiGroup", &c->data_source.api_group));
+    K8S_JSON_TRY(source.String("kind", &c->data_source.kind));
+    K8S_JSON_TRY(source.String("name", &c->data_source.name));
+  }
   K8S_JSON_TRY(spec.Sub("resources", &resources));
   K8S_JSON_TRY(resources.Sub("requests", &requests));
   K8S_JSON_TRY(requests.QuantityText("storage", &c->storage_request));

@@ -26,6 +26,12 @@ struct StorageClass {
   bool allow_volume_expansion = false;
 };
 
+// What a claim's volume starts from (spec.dataSource, else spec.dataSourceRef): a claim to
+// clone has kind PersistentVolumeClaim and an empty apiGroup, in the claim's namespace.
+struct DataSource {
+  std::string api_group, kind, name;
+};
+
 struct Claim {
   ObjectMeta meta;
   bool has_storage_class_name = false;  // spec.storageClassName present (even "")
@@ -36,6 +42,7 @@ struct Claim {
   std::string volume_name;       // spec.volumeName
   bool has_selector = false;     // spec.selector present
   bool has_data_source = false;  // spec.dataSource / dataSourceRef present
+  DataSource data_source;        // ... and what it says
   std::string phase;             // status.phase
   std::string capacity;          // status.capacity.storage, as written
   bool resizing = false;         // status.conditions has Resizing "True"

@@ -579,6 +579,7 @@ inline void SlimForCache(Claim* c) {
     c->access_modes.clear();
     c->storage_request.clear();
     c->storage_class_name.clear();
+    c->data_source = DataSource{};
   }
 }
 

@@ -56,7 +56,28 @@ TEST_CASE("ClaimFromJson: a full claim maps every field", "[k8s_json]") {
   CHECK(c->volume_name == "pvc-0b5e-11");
   CHECK(c->has_selector);
   CHECK(c->has_data_source);
+  CHECK(c->data_source.kind == "PersistentVolumeClaim");
+  CHECK(c->data_source.name == "src");
+  CHECK(c->data_source.api_group.empty());
   CHECK(c->phase == "Pending");
+}
+
+TEST_CASE("ClaimFromJson: the data source is dataSource's, else dataSourceRef's", "[k8s_json]") {
+  Result<Claim> both = FromJson<Claim>(Json(R"({"spec": {
+      "dataSource": {"kind": "PersistentVolumeClaim", "name": "a"},
+      "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "b"}}})"));
+  REQUIRE(both.ok());
+  CHECK(both->data_source.kind == "PersistentVolumeClaim");
+  CHECK(both->data_source.name == "a");
+  CHECK(both->data_source.api_group.empty());
+  Result<Claim> ref = FromJson<Claim>(Json(R"({"spec": {
+      "dataSourceRef": {"apiGroup": "example.com", "kind": "Backup", "name": "b"}}})"));
+  REQUIRE(ref.ok());
+  CHECK(ref->has_data_source);
+  CHECK(ref->data_source.api_group == "example.com");
+  CHECK(ref->data_source.kind == "Backup");
+  CHECK(ref->data_source.name == "b");
+  CHECK_FALSE(FromJson<Claim>(Json(R"({"spec": {"dataSource": {"name": 3}}})")).ok());
 }
 
 TEST_CASE("ClaimFromJson: optional fields, presence flags and number quantities", "[k8s_json]") {
