@@ -133,6 +133,9 @@ inline constexpr const char* kAllNodes = "hostpath-provisioner.io/nodes";
 // How the volume's size is enforced, for people ("project 1234567", "btrfs subvolume 257");
 // the provisioner reads it from the directory itself.
 inline constexpr const char* kQuota = "hostpath-provisioner.io/quota";
+// On a clone's PV: the claim it was copied from ("namespace/name"), and how.
+inline constexpr const char* kClonedFrom = "hostpath-provisioner.io/cloned-from";
+inline constexpr const char* kCloneMethod = "hostpath-provisioner.io/clone-method";
 // The name part of the finalizer each node's instance holds on such a PV while its directory
 // there exists: "<node name>/hostpath-provisioner.io". A node name is a DNS subdomain of at
 // most 253 characters, which is what a finalizer's prefix may be, so every node name maps to

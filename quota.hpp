@@ -27,6 +27,7 @@
 
 #include "fsops.hpp"
 #include "status.hpp"
+#include "text.hpp"
 
 #ifndef SYS_quotactl_fd
 #define SYS_quotactl_fd 443  // the same number on every architecture
@@ -109,8 +110,6 @@ inline void MountOf(int fd, std::string* mount_point, std::string* device) {
   free(line);
   std::fclose(f);
 }
-
-inline std::string Or(const std::string& s, const char* otherwise) { return s.empty() ? otherwise : s; }
 
 inline QuotaSupport ProbeProject(int root_fd, const std::string& fs) {
   QuotaSupport q;

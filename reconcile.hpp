@@ -55,6 +55,14 @@ struct Action {
   bool once = false;        // kFail: one event however many instances see it (node-aware mode)
   bool reschedule = false;  // kFail: for good on this node: drop the claim's selected-node
   std::string holder;       // kAdopt: the node named on the volume as the one that acts on it
+  // kProvision of a clone (the claim's dataSource names a claim, clone.hpp): what to copy.
+  struct Source {
+    std::string claim;            // "namespace/name"
+    std::string volume;           // its PV; "" when not a clone
+    std::string root, dir_name;   // its directory, recomputed as deleting it would
+    bool require_mount = false;
+    std::string quota;            // its PV's kQuota annotation
+  } source;
 };
 
 namespace reconcile_detail {

@@ -18,6 +18,7 @@
 
 #include "fsops.hpp"
 #include "status.hpp"
+#include "text.hpp"
 
 class SpaceBackend {
  public:
@@ -35,17 +36,6 @@ class StatvfsSpace : public SpaceBackend {
     return free_bytes;
   }
 };
-
-// "10.0 GiB" (binary units, one decimal), for messages.
-inline std::string HumanBytes(uint64_t bytes) {
-  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  double v = static_cast<double>(bytes);
-  int unit = 0;
-  while (v >= 1024 && unit < 6) v /= 1024, ++unit;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
-  return buf;
-}
 
 // Pure. Does a volume of `request` bytes fit, with `available` bytes free on the filesystem
 // and `promised` bytes promised to `volumes` other volumes under the same root? "" if it does,

@@ -1,6 +1,11 @@
 // Text for logs, events and messages: one line, cut without splitting a character, valid UTF-8.
 #pragma once
+#include <cstdint>
+#include <cstdio>
 #include <string>
+
+// `s`, or `otherwise` when it is empty.
+inline std::string Or(const std::string& s, const char* otherwise) { return s.empty() ? otherwise : s; }
 
 // `text` made one line: control characters become spaces.
 inline std::string OneLine(std::string text) {
@@ -46,4 +51,15 @@ inline std::string ValidUtf8(const std::string& text) {
     }
   }
   return out;
+}
+
+// "10.0 GiB" (binary units, one decimal), for messages.
+inline std::string HumanBytes(uint64_t bytes) {
+  static const char* const kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(bytes);
+  int unit = 0;
+  while (v >= 1024 && unit < 6) v /= 1024, ++unit;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
+  return buf;
 }

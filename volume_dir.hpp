@@ -19,8 +19,6 @@ struct MadeDir {
   std::string not_enforced;  // quota "auto" on a root that cannot: why, for the user
 };
 
-inline std::string Or(const std::string& s, const char* otherwise) { return s.empty() ? otherwise : s; }
-
 // "project 1234567", "btrfs subvolume 257", or "" (the PV's kQuota annotation).
 inline std::string Describe(const QuotaId& q) {
   if (q.method == QuotaMethod::kProject) return "project " + std::to_string(q.id);
