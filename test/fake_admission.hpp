@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "test/fake_datasource.hpp"
 #include "test/fake_names.hpp"
 #include "test/fake_nodeselector.hpp"
 #include "test/fake_pods.hpp"
@@ -148,6 +149,7 @@ inline void ValidatePvc(const Json& pvc, std::vector<FieldError>& errs) {
   }
   std::string sc = Str(spec, {"storageClassName"});
   if (!sc.empty()) Append(errs, CheckSubdomain("spec.storageClassName", sc));
+  ValidateClaimDataSources(spec, errs);  // fake_datasource.hpp
   CheckNotNegative(Path(pvc, {"status", "capacity"}), "status.capacity", errs);  // what /status may write
 }
 
@@ -391,6 +393,7 @@ inline std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json&
   if (!old_spec.is<JsonObject>() || !new_spec.is<JsonObject>()) return errs;
   if (t.plural == "persistentvolumeclaims") {
     Json a = old_spec, b = new_spec;  // copies, without the members that may change
+    NormalizeClaimDataSources(a);  // PrepareForUpdate normalizes the old claim too (fake_datasource.hpp)
     auto& ao = a.get<JsonObject>();
     auto& bo = b.get<JsonObject>();
     ao.erase("volumeAttributesClassName"), bo.erase("volumeAttributesClassName");
@@ -495,6 +498,7 @@ inline void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
     status["phase"] = Json("Pending");
     obj.get<JsonObject>()["status"] = Json(status);
     AddFinalizer(obj, kPvcProtectionFinalizer);
+    PrepareClaimDataSources(obj, nullptr);  // strategy.go PrepareForCreate (fake_datasource.hpp)
     JsonObject& spec = Obj(obj, {"spec"});
     if (spec.count("storageClassName") == 0 || spec["storageClassName"].is<JsonNull>()) {
       std::string def = DefaultClassName(s);

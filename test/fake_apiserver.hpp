@@ -994,6 +994,9 @@ inline ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Js
       next.get<JsonObject>()["status"] = *st;
     else
       next.get<JsonObject>().erase("status");
+    // strategy.go PrepareForUpdate: a client that omits dataSourceRef gets it refilled, and a
+    // claim that had no data source may not gain an invalid dataSource (fake_datasource.hpp).
+    if (t.plural == "persistentvolumeclaims") PrepareClaimDataSources(next, &cur);
   }
   JsonObject& m = Meta(next);
   m["name"] = Json(info.name);

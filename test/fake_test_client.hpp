@@ -161,6 +161,13 @@ inline std::string Pvc(const std::string& name, const std::string& cls = "hostpa
          cls + R"("}})";
 }
 
+// A claim that asks for a clone of claim `source` in its namespace: spec.dataSource only, as
+// kubectl users write it (the server fills in dataSourceRef).
+inline std::string ClonePvc(const std::string& name, const std::string& source, const std::string& cls = "hostpath") {
+  std::string body = Pvc(name, cls);
+  return body.insert(body.size() - 2, R"(,"dataSource":{"kind":"PersistentVolumeClaim","name":")" + source + R"("})");
+}
+
 inline const char* const kClass =
     R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"hostpath"},"provisioner":"example.com/hostpath"})";
 

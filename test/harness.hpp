@@ -320,12 +320,13 @@ inline std::string Phase(const picojson::value& obj) {
   return p.is<std::string>() ? p.get<std::string>() : "";
 }
 
-// A claim manifest of the given class and size.
+// A claim manifest of the given class and size; with clone_of, a clone of that claim (in ns).
 inline std::string ClaimYaml(const std::string& ns, const std::string& name, const std::string& cls,
-                             const std::string& size = "1Gi") {
+                             const std::string& size = "1Gi", const std::string& clone_of = "") {
   return "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
          "\nspec:\n  storageClassName: " + cls +
-         "\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: " + size + "\n";
+         "\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: " + size + "\n" +
+         (clone_of.empty() ? "" : "  dataSource:\n    kind: PersistentVolumeClaim\n    name: " + clone_of + "\n");
 }
 
 inline std::string ClassYaml(const std::string& name, const std::string& reclaim,
