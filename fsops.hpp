@@ -194,6 +194,16 @@ inline int OpenDirAt(int parent_fd, const std::string& name, const DirId& mount,
   return 0;
 }
 
+// Opens the directory `name` in dir_fd for reading without following a symlink, and without
+// updating its access time where the kernel allows that (O_NOATIME needs owner or root).
+// Returns the descriptor, or -1 with errno set.
+inline int OpenDirNoFollow(int dir_fd, const char* name) {
+  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+  int fd = openat(dir_fd, name, flags | O_NOATIME);
+  if (fd < 0 && errno == EPERM) fd = openat(dir_fd, name, flags);
+  return fd;
+}
+
 inline bool IsDirNoFollow(int parent_fd, const std::string& name) {
   struct stat st;
   return fstatat(parent_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);

@@ -72,15 +72,7 @@ inline int StatEntry(int dir_fd, const char* name, fsops_detail::DirId* id, uint
   return 0;
 }
 
-// Opens the directory `name` in dir_fd for reading without following a symlink, and without
-// updating its access time where the kernel allows that (O_NOATIME needs owner or root).
-// Returns the descriptor, or -1 with errno set.
-inline int OpenDirNoFollow(int dir_fd, const char* name) {
-  const int flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-  int fd = openat(dir_fd, name, flags | O_NOATIME);
-  if (fd < 0 && errno == EPERM) fd = openat(dir_fd, name, flags);
-  return fd;
-}
+using fsops_detail::OpenDirNoFollow;
 
 }  // namespace usage_detail
 
