@@ -431,6 +431,25 @@ TEST_CASE("a copy holds every kind of entry as the source has it, as cp -a copie
   CHECK(diff == "rc=0\n");
 }
 
+TEST_CASE("a destination below a default ACL gets the source's ACLs, not inherited ones", "[copy]") {
+  Box box;
+  MkDir(box("src"));
+  MkDir(box("src/dir"));
+  Write(box("src/file"), "no ACL");
+  Write(box("src/with-acl"), "ACL");
+  REQUIRE(::setxattr(box("src/with-acl").c_str(), "system.posix_acl_access", AclBytes().data(), AclBytes().size(), 0) == 0);
+  MkDir(box("dst"));
+  REQUIRE(::setxattr(box("dst").c_str(), "system.posix_acl_default", AclBytes().data(), AclBytes().size(), 0) == 0);
+  Result<CopyResult> r = Copy(box("src"), box("dst"));
+  REQUIRE(r.ok());
+  const auto source = Snapshot(box("src")), copy = Snapshot(box("dst"));
+  CHECK(Differences(source, copy) == "");
+  CHECK(copy.at("file").xattrs == "");
+  CHECK(copy.at("dir").xattrs == "");
+  CHECK(copy.at(".").xattrs == "");
+  CHECK(copy.at("with-acl").xattrs.find("system.posix_acl_access") != std::string::npos);
+}
+
 TEST_CASE("a symlink to outside is copied as a link and nothing is read through it", "[copy][hostile]") {
   Box box;
   MkDir(box("src"));
