@@ -169,11 +169,10 @@ class TreeCopier {
 
   bool Canceled() const { return opt_.cancel != nullptr && opt_.cancel->load(std::memory_order_relaxed); }
 
-  // `name` in the top frame, relative to the source ("." for the source itself), printable.
+  // `name` in the top frame, relative to the source ("." for the source itself).
   std::string Rel(const std::string& name) const {
-    std::string rel;
-    for (size_t i = 1; i < frames_.size(); ++i) rel = fsops_detail::Join(rel, frames_[i].name);
-    rel = fsops_detail::Join(rel, name);
+    std::string rel = PathTo(frames_.size() - 1);
+    if (!name.empty()) rel += (rel.empty() ? "" : "/") + name;
     return rel.empty() ? "." : rel;
   }
   std::string Shown(const std::string& name) const { return fsops_detail::Printable(Rel(name)); }
@@ -305,9 +304,10 @@ class TreeCopier {
     return Status::Ok();
   }
 
+  // The directory of frame `frame`, relative to the source ("" for the source itself).
   std::string PathTo(size_t frame) const {
     std::string rel;
-    for (size_t i = 1; i <= frame; ++i) rel = fsops_detail::Join(rel, frames_[i].name);
+    for (size_t i = 1; i <= frame; ++i) (rel += i > 1 ? "/" : "") += frames_[i].name;
     return rel;
   }
 
