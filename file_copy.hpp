@@ -144,14 +144,26 @@ struct XattrTarget {
   int Set(const char* name, const void* v, size_t n) const {
     return fd >= 0 ? fsetxattr(fd, name, v, n, 0) : lsetxattr(path.c_str(), name, v, n, 0);
   }
+  int Remove(const char* name) const { return fd >= 0 ? fremovexattr(fd, name) : lremovexattr(path.c_str(), name); }
 };
+
+// The ACLs a new entry may have inherited from a default ACL above it (the caller's destination
+// directory may sit below one) without the source having them: removed from the copy.
+inline void RemoveInheritedAcls(const std::vector<char>& source_names, const XattrTarget& to) {
+  for (const char* acl : {"system.posix_acl_access", "system.posix_acl_default"}) {
+    bool in_source = false;
+    for (size_t i = 0; i < source_names.size() && !in_source; i += std::strlen(source_names.data() + i) + 1)
+      in_source = std::strcmp(source_names.data() + i, acl) == 0;
+    if (!in_source) to.Remove(acl);  // ENODATA (none inherited) or unsupported: nothing to do
+  }
+}
 
 inline std::string ProcPath(int dir_fd, const std::string& name) {
   return "/proc/self/fd/" + std::to_string(dir_fd) + "/" + name;
 }
 
-// Copies every extended attribute of `from` that the kernel lets us read and set (ACLs are
-// the system.posix_acl_* ones; user.* on a symlink, security.selinux where not supported,
+// Copies every extended attribute of `from` that the kernel lets us read and set, and removes
+// ACLs the copy inherited that `from` lacks (ACLs are the system.posix_acl_* xattrs; user.* on a symlink, security.selinux where not supported,
 // trusted.* without CAP_SYS_ADMIN are refused, and skipped). Returns 0 or an errno value for
 // failures that matter (ENOSPC, EDQUOT, EIO ...).
 inline int CopyXattrs(const XattrTarget& from, const XattrTarget& to) {
@@ -159,7 +171,7 @@ inline int CopyXattrs(const XattrTarget& from, const XattrTarget& to) {
   for (int attempt = 0;; ++attempt) {
     ssize_t n = from.List(nullptr, 0);
     if (n < 0) return Unsupported(errno) || errno == EPERM || errno == EACCES ? 0 : errno;
-    if (n == 0) return 0;
+    if (n == 0) break;
     names.resize(static_cast<size_t>(n));
     n = from.List(names.data(), names.size());
     if (n >= 0) {
@@ -168,6 +180,7 @@ inline int CopyXattrs(const XattrTarget& from, const XattrTarget& to) {
     }
     if (errno != ERANGE || attempt > 3) return errno;  // ERANGE: grew between the two calls
   }
+  RemoveInheritedAcls(names, to);
   for (size_t i = 0; i < names.size(); i += std::strlen(names.data() + i) + 1) {
     const char* name = names.data() + i;
     ssize_t n = -1;

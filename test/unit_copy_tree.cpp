@@ -35,6 +35,12 @@ using fsops_detail::Fd;
 
 bool Root_() { return geteuid() == 0; }
 
+std::string JoinDepths(const std::vector<size_t>& v) {
+  std::string s;
+  for (size_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
 int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
 
 std::string ShOut(const std::string& cmd) {
@@ -431,6 +437,25 @@ TEST_CASE("a copy holds every kind of entry as the source has it, as cp -a copie
   CHECK(diff == "rc=0\n");
 }
 
+TEST_CASE("a destination below a default ACL gets the source's ACLs, not inherited ones", "[copy]") {
+  Box box;
+  MkDir(box("src"));
+  MkDir(box("src/dir"));
+  Write(box("src/file"), "no ACL");
+  Write(box("src/with-acl"), "ACL");
+  REQUIRE(::setxattr(box("src/with-acl").c_str(), "system.posix_acl_access", AclBytes().data(), AclBytes().size(), 0) == 0);
+  MkDir(box("dst"));
+  REQUIRE(::setxattr(box("dst").c_str(), "system.posix_acl_default", AclBytes().data(), AclBytes().size(), 0) == 0);
+  Result<CopyResult> r = Copy(box("src"), box("dst"));
+  REQUIRE(r.ok());
+  const auto source = Snapshot(box("src")), copy = Snapshot(box("dst"));
+  CHECK(Differences(source, copy) == "");
+  CHECK(copy.at("file").xattrs == "");
+  CHECK(copy.at("dir").xattrs == "");
+  CHECK(copy.at(".").xattrs == "");
+  CHECK(copy.at("with-acl").xattrs.find("system.posix_acl_access") != std::string::npos);
+}
+
 TEST_CASE("a symlink to outside is copied as a link and nothing is read through it", "[copy][hostile]") {
   Box box;
   MkDir(box("src"));
@@ -784,6 +809,51 @@ TEST_CASE("XFS with reflink=1 copies by reflink; ext4 byte by byte", "[copy][xfs
       CHECK(Differences(Snapshot(fs.dir + "/src"), Snapshot(fs.dir + "/dst")) == "");
     }
   }
+}
+
+namespace {
+
+// Descends `depth` levels and comes back up, keeping `keep` open as copy_tree does; returns how
+// many directories were opened again by name.
+uint64_t Reopens(size_t depth, size_t keep, bool checkpoints) {
+  std::vector<size_t> open{0};
+  uint64_t reopened = 0;
+  auto trim = [&] {
+    while (open.size() > keep) {
+      const size_t j = checkpoints ? fsops_detail::CheckpointToClose(open) : 1;  // else: the lowest
+      open.erase(open.begin() + static_cast<std::ptrdiff_t>(j));
+    }
+  };
+  for (size_t d = 1; d <= depth; ++d) open.push_back(d), trim();
+  for (size_t top = depth; top > 1;) {
+    open.pop_back();
+    --top;
+    for (size_t i = open.back() + 1; i <= top; ++i) ++reopened, open.push_back(i), trim();
+  }
+  return reopened;
+}
+
+}  // namespace
+
+TEST_CASE("checkpoints: which open directory to close, and what coming back up costs", "[copy][deep]") {
+  struct Case {
+    std::vector<size_t> open;
+    size_t closed;
+  } cases[] = {
+      {{0, 1, 2}, 1},                 // the only one between root and top
+      {{0, 1, 2, 3, 4, 5, 6, 7, 8}, 1},  // a straight run: the lowest
+      {{0, 2, 3, 4, 5, 6, 7, 8, 9}, 2},  // far from the top, wide gaps are fine; close near ones
+      {{0, 10, 11, 12}, 2},
+  };
+  for (const Case& c : cases) {
+    INFO("open " << JoinDepths(c.open));
+    CHECK(fsops_detail::CheckpointToClose(c.open) == c.closed);
+  }
+  const uint64_t with = Reopens(10000, kCopyOpenDirs, true), without = Reopens(10000, kCopyOpenDirs, false);
+  std::printf("coming back up 10,000 levels with %zu open: %llu reopens with checkpoints, %llu keeping the top ones\n",
+              kCopyOpenDirs, static_cast<unsigned long long>(with), static_cast<unsigned long long>(without));
+  CHECK(with < 10000 * 14);  // ~ n log2 n
+  CHECK(without > 10000ull * 10000 / 16);
 }
 
 TEST_CASE("Describe names each method", "[copy]") {
