@@ -24,6 +24,7 @@ inline std::string CloneTempFor(const std::string& dir) {
 struct CloneSource {
   const Claim* claim = nullptr;    // the claim the dataSource names; nullptr: not found
   const Volume* volume = nullptr;  // its volume; nullptr: none, or not found
+  bool copied = false;  // this instance copies it, or has: the source no longer matters
 };
 
 // The claim the dataSource names, "namespace/name": "" when it names no claim.
@@ -94,6 +95,13 @@ inline Action DecideClone(const Config& cfg, const Claim& claim, const StorageCl
   }
   Claim plain = claim;  // the rest is decided as for any claim
   plain.has_data_source = false;
+  if (src.copied) {  // whatever became of the source since, the copy is this instance's
+    if (!cfg.node_name.empty()) plain.meta.annotations[ann::kNode] = cfg.node_name;
+    Action a = DecideClaim(cfg, plain, sc, existing);
+    a.source.claim = key;
+    if (a.kind == Action::kProvision) a.volume.meta.annotations[ann::kClonedFrom] = key;
+    return a;
+  }
   if (!cfg.node_name.empty()) {
     // Node-aware: the copy is made where the source's data is, by that node's instance.
     const std::string src_node = src.volume ? clone_detail::Annotation(src.volume->meta, ann::kNode) : "";

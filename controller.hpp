@@ -13,9 +13,11 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -23,6 +25,8 @@
 #include <vector>
 
 #include "config.hpp"
+#include "clone.hpp"
+#include "cloner.hpp"
 #include "every_node.hpp"
 #include "expander.hpp"
 #include "fsops.hpp"
@@ -61,6 +65,27 @@ struct ControllerStats {
     }
   };
   Histogram provision_seconds, delete_seconds;
+};
+
+// Claims waiting for another claim (a clone for its source), by that claim's key; shared.
+class Waiters {
+ public:
+  void Add(const std::string& for_key, const std::string& waiting) {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_key_[for_key].insert(waiting);
+  }
+  std::vector<std::string> Take(const std::string& for_key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_key_.find(for_key);
+    if (it == by_key_.end()) return {};
+    std::vector<std::string> out(it->second.begin(), it->second.end());
+    by_key_.erase(it);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::set<std::string>> by_key_;
 };
 
 // A set of names that several workers share.
@@ -142,6 +167,7 @@ class Controller {
   bool Halt(std::chrono::milliseconds limit) {
     halted_ = true;  // before looking at the workers: one that started a key after this sees it
     recorder_.Mute();
+    cloner_.Halt();
     queue_.ShutDown();
     const auto end = std::chrono::steady_clock::now() + limit;
     for (;;) {
@@ -170,6 +196,7 @@ class Controller {
     for (auto& w : workers_)
       if (w->thread.joinable()) w->thread.join();
     if (resync_.joinable()) resync_.join();
+    cloner_.Stop();
     usage_.Stop();
     recorder_.Stop();
     node_cleanup_.Stop();
@@ -193,6 +220,7 @@ class Controller {
     return true;
   }
   ControllerStats& stats() { return stats_; }
+  const CloneStats& clone_stats() const { return cloner_.stats(); }
   const UsageScanner& usage() const { return usage_; }
 
  private:
@@ -226,6 +254,9 @@ class Controller {
   // volume, or a bound one asks for more. A claim that is bound or gone needs nothing; most
   // events of a burst are of those.
   void OnClaim(const std::string& key, const Claim* now) {
+    if (now == nullptr || now->meta.deleting) cloner_.Cancel(key);  // its copy, if one runs, stops
+    if (now != nullptr && !now->volume_name.empty())  // clones that wait for this claim to bind
+      for (const std::string& waiting : clone_waiters_.Take(key)) queue_.Add("claim/" + waiting);
     if (now == nullptr) return;
     std::optional<StorageClass> sc;  // only another node's claim needs its class: is it of shared volumes?
     if (!cfg_.node_name.empty() && !ClaimMayNeedVolume(cfg_, *now) && !now->storage_class_name.empty())
@@ -371,6 +402,15 @@ class Controller {
       const std::string pv = d.substr(d.size() - 40);
       if (claim_uids.count(pv.substr(4))) continue;  // its claim exists: its PV may be on the way
       if (!may_act_()) return true;
+      if (!CloneTempFor(d).empty()) {  // a copy cut short (a crash) whose claim went since
+        Cloner::Finished unused;
+        if (cloner_.Poll(pv, &unused) == Cloner::State::kBusy) continue;
+        if (Status s = Cloner::RemoveTemp(*root, d); !s.ok())
+          LogWarn("half-made clone " + root->path() + "/" + d + " kept for now: " + s.message());
+        else
+          LogInfo("removed half-made clone " + root->path() + "/" + d + ": its claim is gone");
+        continue;
+      }
       Status s = root->RemoveIfEmpty(d);
       if (s.ok()) {
         LogInfo("removed orphaned directory " + root->path() + "/" + d + ": empty, and no PersistentVolume " + pv +
@@ -462,7 +502,20 @@ class Controller {
     const bool made = created_.Contains(pv_name);
     std::optional<Volume> existing = volumes_.Get(pv_name);
     if (!existing && made) return Done();  // made it; its watch event is on the way
-    Action a = DecideClaim(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr);
+    // A clone: its source as the caches hold it.
+    std::optional<Claim> source_claim;
+    std::optional<Volume> source_volume;
+    const std::string source_key = CloneSourceKey(*claim);
+    if (!source_key.empty()) {
+      source_claim = claims_.Get(source_key);
+      if (source_claim && !source_claim->volume_name.empty()) source_volume = volumes_.Get(source_claim->volume_name);
+    }
+    Action a = DecideClone(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr,
+                           {source_claim ? &*source_claim : nullptr, source_volume ? &*source_volume : nullptr,
+                            !source_key.empty() && cloner_.Has(pv_name)});
+    // A clone whose source is not there or not bound yet is looked at again when it binds.
+    if (a.kind == Action::kFail && a.retry && !source_key.empty() && (!source_claim || source_claim->volume_name.empty()))
+      clone_waiters_.Add(source_key, key);
     if (a.kind != Action::kNothing && RootMoved("claim/" + key)) return Retry();
     switch (a.kind) {
       case Action::kNothing:
@@ -480,7 +533,7 @@ class Controller {
         recorder_.Warning(Of(*claim), a.reason, a.message);
         return a.retry ? Retry() : Done();
       case Action::kProvision:
-        return Provision(w, *claim, a);
+        return a.source.claim.empty() ? Provision(w, *claim, a) : ProvisionClone(w, *claim, a);
       default:
         return Done();
     }
@@ -547,6 +600,74 @@ class Controller {
       Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
       if (got.ok() && IsVolumeWeMade(*got, a.volume)) return Done();
     }
+    Roots::Ref root;
+    if (std::optional<Outcome> o = Prepare(w, claim, a, &root)) return *o;
+    Result<MadeDir> made = MakeVolumeDir(*root, a);
+    if (!made.ok()) {
+      const Status& s = made.status();
+      promises_.Release(a.volume.meta.name);
+      const std::string hint = FixHint(s);
+      const int e = s.sys_errno();
+      return ProvisionFailed(w, claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint),
+                             s.code() == Status::kInvalid || e == ENOENT || e == ENOSPC || e == EDQUOT || e == EROFS ||
+                                 e == ENOTDIR);
+    }
+    return CreateVolume(w, claim, a, *root, *made, start, "");
+  }
+
+  // A clone: its copy is handed to the cloner, which wakes the claim when it ends; then the
+  // PV is made as for any volume.
+  Outcome ProvisionClone(Worker& w, const Claim& claim, const Action& a) {
+    const auto start = std::chrono::steady_clock::now();
+    const std::string path = a.root + "/" + a.dir_name;
+    Cloner::Finished f;
+    std::string method;
+    switch (cloner_.Poll(a.volume.meta.name, &f)) {
+      case Cloner::State::kBusy:
+        return Done();
+      case Cloner::State::kFinished:
+        if (!f.status.ok()) return CloneFailed(w, claim, a, f.status);
+        method = Describe(f.result.method);
+        break;
+      case Cloner::State::kNone: {
+        if (a.source.volume.empty()) return Retry();  // its copy, seen a moment ago, was canceled since
+        Roots::Ref root;
+        if (std::optional<Outcome> o = Prepare(w, claim, a, &root)) return *o;
+        // Renamed into place before a restart, and the PV not made yet: a whole copy.
+        if (!fsops_detail::IsDirNoFollow(root->fd(), a.dir_name)) {
+          cloner_.Start({KeyOf(claim.meta), Of(claim), a, usage_.UsedBytes(a.source.volume)});
+          return Done();
+        }
+        Result<QuotaId> q = QuotaLimits(*root).Of(a.dir_name);
+        if (q.ok()) f.made.quota = *q;
+        method = "copied before a restart";
+        break;
+      }
+    }
+    Result<Roots::Ref> root = roots_->Get(a.root);
+    if (!root.ok()) return ProvisionFailed(w, claim, "cannot use " + a.root + ": " + root.status().message());
+    return CreateVolume(w, claim, a, **root, f.made, start, method);
+  }
+
+  // The copy failed (it removed what it had copied). Retried, except where only a claim made
+  // again can help; never sent to another node: a clone is made on its source's.
+  Outcome CloneFailed(Worker& w, const Claim& claim, const Action& a, const Status& s) {
+    promises_.Release(a.volume.meta.name);
+    const int e = s.sys_errno();
+    std::string message = "cannot clone " + a.source.claim + " into " + a.root + "/" + a.dir_name + ": " + s.message();
+    if (e == EDQUOT) message += "; the copy does not fit in the clone's size: create the claim again asking for more";
+    if (e == ENOSPC) message += "; the copy does not fit in the free space under " + a.root + ": free some space (retried when a volume goes)";
+    if (e == ENOSPC) space_waiters_.Insert(KeyOf(claim.meta));
+    stats_.provision_failed++;
+    LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
+    recorder_.Warning(Of(claim), reason::kProvisioningFailed, message);
+    (void)w;
+    return e == EDQUOT ? Done() : Retry();
+  }
+
+  // Before making a volume's directory: its root, mounted if it must be, and room for it
+  // (checked and reserved in one step). An outcome when it cannot go on.
+  std::optional<Outcome> Prepare(Worker& w, const Claim& claim, const Action& a, Roots::Ref* out) {
     Result<Roots::Ref> root = roots_->Get(a.root);
     if (!root.ok()) return ProvisionFailed(w, claim, "cannot use " + a.root + ": " + root.status().message(), true);
     if (a.require_mount) {
@@ -564,21 +685,20 @@ class Controller {
         space_waiters_.Insert(KeyOf(claim.meta));
         return ProvisionFailed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall +
                                              "; " + SpaceAdvice(false, a.overcommit, a.volume.storage_class_name),
-                               true);
+                               a.source.claim.empty());
       }
     }
-    Result<MadeDir> made = MakeVolumeDir(**root, a);
-    if (!made.ok()) {
-      const Status& s = made.status();
-      promises_.Release(a.volume.meta.name);
-      const std::string hint = FixHint(s);
-      const int e = s.sys_errno();
-      return ProvisionFailed(w, claim, "cannot make directory " + path + ": " + s.message() + (hint.empty() ? "" : "; " + hint),
-                             s.code() == Status::kInvalid || e == ENOENT || e == ENOSPC || e == EDQUOT || e == EROFS ||
-                                 e == ENOTDIR);
-    }
+    *out = *root;
+    return std::nullopt;
+  }
+
+  // Creates the PV of a directory made (or copied: `clone_method`), and says so.
+  Outcome CreateVolume(Worker& w, const Claim& claim, const Action& a, const Root& root, const MadeDir& made,
+                       std::chrono::steady_clock::time_point start, const std::string& clone_method) {
+    const std::string path = a.root + "/" + a.dir_name;
     Volume pv = a.volume;
-    if (made->quota.method != QuotaMethod::kNone) pv.meta.annotations[ann::kQuota] = Describe(made->quota);
+    if (made.quota.method != QuotaMethod::kNone) pv.meta.annotations[ann::kQuota] = Describe(made.quota);
+    if (!clone_method.empty()) pv.meta.annotations[ann::kCloneMethod] = clone_method;
     // Before the create, so that its watch event, which another worker may handle, finds it.
     created_.Insert(a.volume.meta.name);
     Status s = w.api.CreateVolume(pv);
@@ -595,7 +715,7 @@ class Controller {
       } else if (got.ok()) {
         created_.Erase(a.volume.meta.name);
         promises_.Release(a.volume.meta.name);
-        if (Status r = (*root)->RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
+        if (Status r = root.RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
         return ProvisionFailed(w, claim, "a PersistentVolume named " + a.volume.meta.name +
                                           " already exists and is not the one this provisioner made for this claim "
                                           "(claim uid \"" + got->claim_ref.uid + "\", path \"" + got->host_path +
@@ -617,13 +737,14 @@ class Controller {
     stats_.provision_seconds.Observe(secs);
     char ms[32];
     std::snprintf(ms, sizeof ms, "%.1f ms", secs * 1000);
-    const std::string limit = made->quota.method == QuotaMethod::kNone ? "" : ", size enforced (" + Describe(made->quota) + ")";
-    LogInfo("provisioned " + KeyOf(claim.meta) + " -> " + a.volume.meta.name + " at " + path + limit + " (" + ms + ")");
+    const std::string limit = made.quota.method == QuotaMethod::kNone ? "" : ", size enforced (" + Describe(made.quota) + ")";
+    const std::string copy = clone_method.empty() ? "" : ", a copy of " + a.source.claim + " (" + clone_method + ")";
+    LogInfo("provisioned " + KeyOf(claim.meta) + " -> " + a.volume.meta.name + " at " + path + limit + copy + " (" + ms + ")");
     recorder_.Normal(Of(claim), reason::kProvisioningSucceeded,
-                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path + limit);
-    if (!made->not_enforced.empty())
+                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path + limit + copy);
+    if (!made.not_enforced.empty())
       recorder_.Normal(Of(claim), reason::kSizeNotEnforced,
-                       "the size " + claim.storage_request + " is not enforced (class parameter quota: \"auto\"): " + made->not_enforced);
+                       "the size " + claim.storage_request + " is not enforced (class parameter quota: \"auto\"): " + made.not_enforced);
     return Done();
   }
 
@@ -719,6 +840,10 @@ class Controller {
 
   // Removes the directory, then drops our finalizer and deletes the PV (its uid checked).
   Outcome Delete(Worker& w, const Volume& v, const Action& a) {
+    if (cloner_.Reading(v.meta.name)) {  // the copy wakes it when it ends
+      LogInfo("volume " + v.meta.name + ": removed once the clone copying it ends");
+      return Retry();
+    }
     auto start = std::chrono::steady_clock::now();
     std::string path = a.root + "/" + a.dir_name;
     std::string other;
@@ -795,6 +920,7 @@ class Controller {
   NameSet created_;  // PVs made (or being made) whose watch event has not come yet
   NameSet deleted_;  // PVs deleted that the cache still holds
   NameSet space_waiters_;  // claims that did not fit: tried again when a volume goes
+  Waiters clone_waiters_;  // clones waiting for their source to bind
   StatvfsSpace statvfs_;
   const SpaceBackend* space_ = &statvfs_;
   Promises promises_;
@@ -807,5 +933,6 @@ class Controller {
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;
   bool stopped_ = false;
-  UsageScanner usage_;  // last: its threads use the members above
+  UsageScanner usage_;  // its threads use the members above
+  Cloner cloner_{roots_, &recorder_, [this](const std::string& key) { queue_.Add(key); }};  // last, as usage_
 };

@@ -122,6 +122,16 @@ inline std::string MetricsText(Controller& controller, RequestCounter& requests,
   o << "# HELP " << p << "deletions_total Volumes deleted, by result.\n# TYPE " << p << "deletions_total counter\n";
   o << p << "deletions_total{result=\"success\"} " << s.deleted << "\n";
   o << p << "deletions_total{result=\"failure\"} " << s.delete_failed << "\n";
+  const CloneStats& c = controller.clone_stats();
+  o << "# HELP " << p << "clones_total Copies made for clones (claims whose dataSource is a claim), by method and result.\n"
+    << "# TYPE " << p << "clones_total counter\n";
+  for (CopyMethod m : {CopyMethod::kSnapshot, CopyMethod::kReflink, CopyMethod::kBytes})
+    o << p << "clones_total{method=\"" << Describe(m) << "\",result=\"success\"} " << c.by_method[static_cast<int>(m)] << "\n";
+  o << p << "clones_total{result=\"failure\"} " << c.failed << "\n";
+  o << "# HELP " << p << "clone_bytes_total File data copied for clones (a snapshot copies none).\n# TYPE " << p
+    << "clone_bytes_total counter\n" << p << "clone_bytes_total " << c.bytes << "\n";
+  o << "# HELP " << p << "clone_seconds_total Time spent on complete copies for clones.\n# TYPE " << p
+    << "clone_seconds_total counter\n" << p << "clone_seconds_total " << c.millis / 1000.0 << "\n";
   metrics_detail::Histogram(o, std::string(p) + "provision_duration_seconds",
                             "Time to make a directory and create its PV.", s.provision_seconds);
   metrics_detail::Histogram(o, std::string(p) + "deletion_duration_seconds",

@@ -57,8 +57,8 @@ struct Action {
   std::string holder;       // kAdopt: the node named on the volume as the one that acts on it
   // kProvision of a clone (the claim's dataSource names a claim, clone.hpp): what to copy.
   struct Source {
-    std::string claim;            // "namespace/name"
-    std::string volume;           // its PV; "" when not a clone
+    std::string claim;            // "namespace/name"; "" when not a clone
+    std::string volume;           // its PV; "" when not a clone, or copied already
     std::string root, dir_name;   // its directory, recomputed as deleting it would
     bool require_mount = false;
     std::string quota;            // its PV's kQuota annotation

@@ -288,6 +288,13 @@ class UsageScanner {
     return out;
   }
 
+  // Volume `name`'s used bytes at its last scan; 0 when not measured.
+  uint64_t UsedBytes(const std::string& name) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tracked_.find(name);
+    return it != tracked_.end() && it->second.usage ? it->second.usage->used_bytes : 0;
+  }
+
   long passes() const { return passes_; }
   double last_pass_seconds() const { return last_pass_seconds_; }
   uint64_t entries() const { return walker_.entries(); }

@@ -178,23 +178,6 @@ TEST_CASE("an instance killed in the middle of a burst converges when restarted"
   CHECK(n.api->Denials().empty());
 }
 
-namespace {
-
-std::string PodYaml(const std::string& name, const std::string& claim, const std::string& node = "") {
-  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: default\nspec:\n" +
-         (node.empty() ? "" : "  nodeSelector:\n    kubernetes.io/hostname: " + node + "\n") +
-         "  containers:\n  - name: app\n    image: busybox\n    volumeMounts:\n    - name: data\n      mountPath: /data\n"
-         "  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: " + claim + "\n";
-}
-
-std::string PodNode(FakeApi& api, const std::string& pod) {
-  Reply r = api.Get("/api/v1/namespaces/default/pods/" + pod);
-  const picojson::value& n = r.json.get("spec").get("nodeName");
-  return r.code == 200 && n.is<std::string>() ? n.get<std::string>() : "";
-}
-
-}  // namespace
-
 TEST_CASE("a pod's claim is provisioned on the node the scheduler picks, and the pod is bound there", "[e2e][nodes]") {
   Nodes n;
   REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);

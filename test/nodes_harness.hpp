@@ -99,5 +99,18 @@ inline std::string WffcClassYaml(const std::string& name, const std::string& par
   return yaml;
 }
 
+// A pod using `claim`, placed on `node` if given (nodeSelector).
+inline std::string PodYaml(const std::string& name, const std::string& claim, const std::string& node = "") {
+  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: default\nspec:\n" +
+         (node.empty() ? "" : "  nodeSelector:\n    kubernetes.io/hostname: " + node + "\n") +
+         "  containers:\n  - name: app\n    image: busybox\n    volumeMounts:\n    - name: data\n      mountPath: /data\n"
+         "  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: " + claim + "\n";
+}
+
+inline std::string PodNode(FakeApi& api, const std::string& pod) {
+  Reply r = api.Get("/api/v1/namespaces/default/pods/" + pod);
+  const picojson::value& n = r.json.get("spec").get("nodeName");
+  return r.code == 200 && n.is<std::string>() ? n.get<std::string>() : "";
+}
 
 }  // namespace harness

@@ -68,7 +68,7 @@ const char* kInstalled[] = {"manifests/deployment.yaml", "manifests/rbac.yaml", 
 // What `kubectl create -f manifests/daemonset/` reads, the node-aware alternative.
 const char* kInstalledDaemonSet[] = {"manifests/daemonset/daemonset.yaml", "manifests/daemonset/rbac.yaml",
                                      "manifests/daemonset/storageclass.yaml"};
-const char* kExamples[] = {"examples/test-claim.yaml", "examples/test-pod.yaml"};
+const char* kExamples[] = {"examples/clone-claim.yaml", "examples/test-claim.yaml", "examples/test-pod.yaml"};
 
 // The files directly in `dir` that `kubectl create -f dir` would read, sorted.
 std::vector<std::string> KubectlReads(const std::string& dir) {
@@ -407,15 +407,25 @@ TEST_CASE("the two installs share the names of their ServiceAccount, ClusterRole
         Str(dep->get("spec").get("template").get("spec").get("serviceAccountName")));
 }
 
-TEST_CASE("the examples parse: one claim and one pod that mounts it", "[manifests]") {
-  CHECK(CheckObjects(std::vector<std::string>(std::begin(kExamples), std::end(kExamples))) == 2);
+TEST_CASE("the examples parse: a claim, a pod that mounts it and a clone of it", "[manifests]") {
+  CHECK(CheckObjects(std::vector<std::string>(std::begin(kExamples), std::end(kExamples))) == 3);
   auto claim = Docs("examples/test-claim.yaml");
   auto pod = Docs("examples/test-pod.yaml");
+  auto clone = Docs("examples/clone-claim.yaml");
   REQUIRE(Find(claim, "PersistentVolumeClaim"));
   REQUIRE(Find(pod, "Pod"));
+  REQUIRE(Find(clone, "PersistentVolumeClaim"));
+  const picojson::value* source = Find(claim, "PersistentVolumeClaim");
   const picojson::value& volume = Find(pod, "Pod")->get("spec").get("volumes").get(0);
-  CHECK(Str(volume.get("persistentVolumeClaim").get("claimName")) ==
-        Str(Find(claim, "PersistentVolumeClaim")->get("metadata").get("name")));
+  CHECK(Str(volume.get("persistentVolumeClaim").get("claimName")) == Str(source->get("metadata").get("name")));
+  // The clone: of the example claim, in its namespace and class, at least its size.
+  const picojson::value& spec = Find(clone, "PersistentVolumeClaim")->get("spec");
+  CHECK(Str(spec.get("dataSource").get("kind")) == "PersistentVolumeClaim");
+  CHECK(Str(spec.get("dataSource").get("name")) == Str(source->get("metadata").get("name")));
+  CHECK(Str(Find(clone, "PersistentVolumeClaim")->get("metadata").get("namespace")) == Str(source->get("metadata").get("namespace")));
+  CHECK(Str(spec.get("storageClassName")) == Str(source->get("spec").get("storageClassName")));
+  CHECK(Str(spec.get("resources").get("requests").get("storage")) ==
+        Str(source->get("spec").get("resources").get("requests").get("storage")));
 }
 
 TEST_CASE("the StorageClass names the default provisioner and a valid reclaim policy; the example claim uses it", "[manifests]") {

@@ -1,0 +1,419 @@
+// End to end: clones (a claim whose dataSource is another claim) with the real binary against
+// the fake API server: what the copy holds, byte for byte, against `cp -a`; btrfs snapshots and
+// XFS reflinks on loop-mounted filesystems; each refusal; node-aware placement; a kill -9
+// during a copy; the clone deleted during its copy. Root-only parts skip with a message.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/un.h>
+#include <sys/xattr.h>
+
+#include <cstdio>
+#include <string>
+
+#include "test/harness.hpp"
+#include "test/loopfs.hpp"
+#include "test/nodes_harness.hpp"
+#include "test/tmpfs.hpp"
+
+using namespace harness;
+
+namespace {
+
+#define REQUIRE_MOUNTED(fs)        \
+  if (!(fs).mounted) {             \
+    WARN("SKIPPED: " << (fs).why); \
+    return;                        \
+  }
+
+int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+
+std::string Output(const std::string& cmd) {
+  std::string out;
+  if (FILE* f = ::popen(cmd.c_str(), "r")) {
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) out.append(buf, n);
+    ::pclose(f);
+  }
+  return out;
+}
+
+// One fake API server, a class for `root` and the provisioner, per test.
+struct Cluster {
+  TempDir tmp;
+  std::string pv_dir;
+  FakeApi api{tmp.path() + "/api"};
+  explicit Cluster(const std::string& root = "", const std::string& params = "") : pv_dir(root.empty() ? tmp.path() + "/pv" : root) {
+    ::mkdir(pv_dir.c_str(), 0755);
+    api.CreateYaml(ClassYaml("hostpath", "Delete", "hostpath-provisioner.io/hostpath", params));
+  }
+  std::string VolumeOf(const std::string& claim) {
+    picojson::value c = api.Claim("default", claim);
+    if (!c.is<picojson::object>() || !c.get("spec").is<picojson::object>()) return "";
+    return c.get("spec").get("volumeName").is<std::string>() ? c.get("spec").get("volumeName").to_str() : "";
+  }
+  bool WaitBound(const std::string& claim) { return Eventually([&] { return Phase(api.Claim("default", claim)) == "Bound"; }); }
+  std::string DirOf(const std::string& claim) { return pv_dir + "/default-" + claim + "-" + VolumeOf(claim); }
+  std::string PvAnnotation(const std::string& claim, const std::string& key) { return Annotation(api.Volume(VolumeOf(claim)), key); }
+  int Events(const std::string& claim, const std::string& reason, const std::string& part = "") {
+    int n = 0;
+    for (const auto& e : api.EventsAbout("default", claim))
+      if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) ++n;
+    return n;
+  }
+  std::string Messages(const std::string& claim) {
+    std::string all;
+    for (const auto& e : api.EventsAbout("default", claim)) all += e.get("reason").to_str() + ": " + e.get("message").to_str() + "\n";
+    return all;
+  }
+};
+
+// What find says of every entry, sorted: type, mode, owner, size, mtime (ns), links, target.
+std::string Listing(const std::string& dir) {
+  return Output("cd '" + dir + "' && find . -printf '%p|%y|%m|%U|%G|%s|%T@|%n|%l\\n' | sort");
+}
+
+// A unix socket bound at `path` (left behind when the descriptor closes, as a server's is).
+void MakeSocket(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  ::close(fd);
+}
+
+// Fills a volume directory with every kind of entry a copy must keep, and two it must not.
+void FillEverything(const std::string& d) {
+  REQUIRE(Sh("cd '" + d + "' && head -c 3000000 /dev/urandom > random && : > empty && mkdir -p a/b/c && "
+             "echo deep > a/b/c/file && printf 'x' > a/one && ln -s a/b/c/file relative && ln -s /etc/passwd absolute && "
+             "ln -s missing dangling && echo linked > h1 && ln h1 h2 && ln h1 a/h3 && "
+             "truncate -s 64M sparse && printf data | dd of=sparse bs=1 seek=1000000 conv=notrunc status=none && "
+             "printf end | dd of=sparse bs=1 seek=60000000 conv=notrunc status=none && "
+             "echo s > setuid && chmod 4755 setuid && mkdir sticky && chmod 1777 sticky && "
+             "echo u > owned && chown 1000:1000 owned && chown -h 1000:1000 relative && chown 1001:1002 a/b && "
+             "touch -m -d '2001-02-03 04:05:06.123456789' random a/b && chmod 0750 a && mkfifo fifo") == 0);
+  MakeSocket(d + "/sock");
+  REQUIRE(::setxattr((d + "/random").c_str(), "user.origin", "source", 6, 0) == 0);
+  REQUIRE(::setxattr(d.c_str(), "user.top", "yes", 3, 0) == 0);
+}
+
+std::string Xattr(const std::string& path, const char* name) {
+  char buf[256];
+  ssize_t n = ::lgetxattr(path.c_str(), name, buf, sizeof buf);
+  return n < 0 ? "" : std::string(buf, static_cast<size_t>(n));
+}
+
+uint64_t Blocks(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) : ~0ULL;
+}
+
+uint64_t UsedBytes(const std::string& dir) {
+  struct statvfs v {};
+  ::statvfs(dir.c_str(), &v);
+  return static_cast<uint64_t>(v.f_blocks - v.f_bfree) * v.f_frsize;
+}
+
+}  // namespace
+
+TEST_CASE("a clone holds what its source held: every kind of entry, as cp -a copies it, and says so", "[e2e][clone]") {
+  if (::geteuid() != 0) {
+    WARN("SKIPPED: needs root (owners, tmpfs)");
+    return;
+  }
+  TempDir t;
+  Tmpfs fs(t.path() + "/pv", "256M");
+  if (!fs.mounted) return;
+  Cluster c(fs.dir);
+  Provisioner p(c.api, c.pv_dir, {{"USAGE_SCAN_INTERVAL", "0"}});
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "100Mi"));
+  REQUIRE(c.WaitBound("src"));
+  const std::string src = c.DirOf("src");
+  FillEverything(src);
+  // The reference: cp -a of the source on the same filesystem, without the socket and the FIFO
+  // (not copied), its top directory's times as the source's.
+  const std::string ref = fs.dir + "/reference";
+  REQUIRE(Sh("cp -a --sparse=always '" + src + "' '" + ref + "' && rm '" + ref + "/fifo' '" + ref + "/sock' && touch -r '" +
+             src + "' '" + ref + "'") == 0);
+
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "100Mi", "src"));
+  REQUIRE(c.WaitBound("copy"));
+  const std::string copy = c.DirOf("copy");
+  INFO(c.Messages("copy") << p.Log());
+  CHECK(Sh("diff -r --no-dereference '" + ref + "' '" + copy + "'") == 0);
+  CHECK(Listing(copy) == Listing(ref));
+  struct stat h1 {}, h3 {};
+  REQUIRE(::lstat((copy + "/h1").c_str(), &h1) == 0);
+  REQUIRE(::lstat((copy + "/a/h3").c_str(), &h3) == 0);
+  CHECK(h1.st_ino == h3.st_ino);  // still one file
+  CHECK(Blocks(copy + "/sparse") <= Blocks(src + "/sparse"));  // the holes kept
+  CHECK(Xattr(copy + "/random", "user.origin") == "source");
+  CHECK(Xattr(copy, "user.top") == "yes");
+  CHECK_FALSE(Exists(copy + "/fifo"));
+  CHECK_FALSE(Exists(copy + "/sock"));
+
+  const std::string method = c.PvAnnotation("copy", "hostpath-provisioner.io/clone-method");
+  CHECK(method == "byte copy");  // tmpfs has no reflinks
+  CHECK(c.PvAnnotation("copy", "hostpath-provisioner.io/cloned-from") == "default/src");
+  CHECK(c.Events("copy", "Cloning", "copying default/src (volume " + c.VolumeOf("src")) == 1);
+  CHECK(c.Events("copy", "Cloned", "copied default/src into " + c.VolumeOf("copy") + ": ") == 1);
+  CHECK(c.Events("copy", "CloneSkipped", "2 sockets, FIFOs or device nodes") == 1);
+  CHECK(c.Events("copy", "ProvisioningSucceeded", "a copy of default/src (byte copy)") == 1);
+  // The source is untouched, and the two are independent from now on.
+  CHECK(Sh("cmp -s '" + src + "/random' '" + copy + "/random'") == 0);
+  WriteFile(copy + "/random", "changed");
+  CHECK(Blocks(src + "/random") > 0);
+  CHECK(ReadFile(src + "/a/one") == "x");
+  CHECK(Eventually([&] { return Metric(p, "hostpath_provisioner_clones_total", "method=\"byte copy\",result=\"success\"") == 1; }));
+  CHECK(Metric(p, "hostpath_provisioner_clone_bytes_total") >= 3000000);
+  CHECK(c.api.Denials().empty());
+  // Deleting the clone leaves the source.
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/copy").code == 200);
+  REQUIRE(Eventually([&] { return !Exists(copy); }));
+  CHECK(Exists(src + "/random"));
+}
+
+TEST_CASE("clone refusals say why, and a clone waits for a source that is not there or not bound yet", "[e2e][clone]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir, {{"ALLOWED_PV_DIRS", c.tmp.path() + "/other"}});
+  // A source that does not exist yet: the clone waits, then is made once it binds.
+  c.api.CreateYaml(ClaimYaml("default", "early", "hostpath", "1Gi", "later"));
+  REQUIRE(Eventually([&] { return c.Events("early", "ProvisioningFailed", "the claim to clone, default/later, does not exist") > 0; }));
+  CHECK(Phase(c.api.Claim("default", "early")) == "Pending");
+  c.api.CreateYaml(ClaimYaml("default", "later", "hostpath", "1Gi"));
+  REQUIRE(c.WaitBound("later"));
+  REQUIRE(c.WaitBound("early"));
+  CHECK(c.PvAnnotation("early", "hostpath-provisioner.io/cloned-from") == "default/later");
+
+  // Smaller than its source: the API's rule for clones; not retried.
+  c.api.CreateYaml(ClaimYaml("default", "small", "hostpath", "512Mi", "later"));
+  REQUIRE(Eventually([&] { return c.Events("small", "ProvisioningFailed", "this claim asks for 512Mi, less than the capacity of "
+                                                                            "the claim it clones, default/later (1.0 GiB)") > 0; }));
+
+  // A claim of a volume this provisioner did not make (a PV made by hand, bound by name).
+  c.api.CreateYaml("apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: manual\nspec:\n  capacity:\n    storage: 1Gi\n"
+                   "  accessModes: [ReadWriteOnce]\n  storageClassName: hostpath\n  hostPath:\n    path: /etc\n"
+                   "  claimRef:\n    namespace: default\n    name: byhand\n");  // for it only
+  std::string bound = ClaimYaml("default", "byhand", "hostpath", "1Gi");
+  bound.replace(bound.find("  accessModes"), 0, "  volumeName: manual\n");
+  c.api.CreateYaml(bound);
+  REQUIRE(c.WaitBound("byhand"));
+  c.api.CreateYaml(ClaimYaml("default", "ofhand", "hostpath", "1Gi", "byhand"));
+  REQUIRE(Eventually([&] { return c.Events("ofhand", "ProvisioningFailed", "has volume manual, which no provisioner made") > 0; }));
+
+  // A source under a root this instance does not serve (any more).
+  const std::string other = c.tmp.path() + "/other";
+  ::mkdir(other.c_str(), 0755);
+  c.api.CreateYaml(ClassYaml("elsewhere", "Retain", "hostpath-provisioner.io/hostpath", "  pvDir: " + other + "\n"));
+  c.api.CreateYaml(ClaimYaml("default", "far", "elsewhere", "1Gi"));
+  REQUIRE(c.WaitBound("far"));
+  p.process().Signal(SIGTERM);
+  p.process().Wait();
+  Provisioner q(c.api, c.pv_dir);  // ALLOWED_PV_DIRS no longer names it
+  c.api.CreateYaml(ClaimYaml("default", "near", "hostpath", "1Gi", "far"));
+  REQUIRE(Eventually([&] { return c.Events("near", "ProvisioningFailed", "is under " + other + ", which this instance does not serve") > 0; }));
+
+  // A snapshot as the source: not ours to make.
+  Reply r = c.api.Post("/api/v1/namespaces/default/persistentvolumeclaims",
+                       R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":"snap","namespace":"default"},
+                           "spec":{"storageClassName":"hostpath","accessModes":["ReadWriteOnce"],
+                                   "resources":{"requests":{"storage":"1Gi"}},
+                                   "dataSource":{"apiGroup":"snapshot.storage.k8s.io","kind":"VolumeSnapshot","name":"s1"}}})");
+  REQUIRE(r.code == 201);
+  REQUIRE(Eventually([&] { return c.Events("snap", "ProvisioningFailed", "names VolumeSnapshot.snapshot.storage.k8s.io \"s1\": this "
+                                                                           "provisioner clones only claims") > 0; }));
+  for (const char* claim : {"small", "ofhand", "near", "snap"}) CHECK(Phase(c.api.Claim("default", claim)) == "Pending");
+  CHECK(c.api.Denials().empty());
+}
+
+TEST_CASE("a source claim being deleted is not cloned", "[e2e][clone]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "1Gi"));
+  REQUIRE(c.WaitBound("src"));
+  // A pod keeps the claim Terminating (pvc-protection).
+  c.api.RegisterNode("node-a");
+  c.api.CreateYaml(PodYaml("app", "src", "node-a"));
+  REQUIRE(Eventually([&] { return PodNode(c.api, "app") == "node-a"; }));
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/src").code == 200);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "1Gi", "src"));
+  REQUIRE(Eventually([&] { return c.Events("copy", "ProvisioningFailed", "the claim to clone, default/src, is being deleted") > 0; }));
+  CHECK(Phase(c.api.Claim("default", "copy")) == "Pending");
+}
+
+TEST_CASE("btrfs: a subvolume volume is cloned with a snapshot, with its own limit", "[e2e][clone][btrfs]") {
+  TempDir t;
+  ::chmod(t.path().c_str(), 0755);
+  LoopFs fs(t.path() + "/pv", "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  Cluster c(fs.dir, "  quota: \"true\"\n");
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "40Mi"));
+  REQUIRE(c.WaitBound("src"));
+  const std::string src = c.DirOf("src");
+  REQUIRE(Sh("head -c 20000000 /dev/urandom > '" + src + "/data' && mkdir '" + src + "/d' && echo x > '" + src + "/d/x' && sync") == 0);
+  const uint64_t before = UsedBytes(fs.dir);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "48Mi", "src"));
+  REQUIRE(c.WaitBound("copy"));
+  const std::string copy = c.DirOf("copy");
+  INFO(c.Messages("copy") << p.Log());
+  CHECK(c.PvAnnotation("copy", "hostpath-provisioner.io/clone-method") == "btrfs snapshot");
+  CHECK(c.Events("copy", "Cloned", "a btrfs snapshot") == 1);
+  struct stat st {};
+  REQUIRE(::stat(copy.c_str(), &st) == 0);
+  CHECK(st.st_ino == 256);  // a subvolume of its own
+  CHECK(Sh("diff -r '" + src + "' '" + copy + "'") == 0);
+  const std::string q = c.PvAnnotation("copy", "hostpath-provisioner.io/quota");
+  CHECK(q.rfind("btrfs subvolume ", 0) == 0);
+  CHECK(q != c.PvAnnotation("src", "hostpath-provisioner.io/quota"));
+  Sh("sync");
+  CHECK(UsedBytes(fs.dir) < before + 4 * kMiB);  // shares the source's extents
+  // Its own limit: 48Mi, of which 20 MB are the copy's.
+  auto [written, err] = Fill(copy + "/more", 64 * kMiB);
+  CHECK(err == EDQUOT);
+  CHECK(written <= 30 * kMiB);
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/copy").code == 200);
+  REQUIRE(Eventually([&] { return !Exists(copy); }));
+  CHECK(Exists(src + "/data"));
+}
+
+TEST_CASE("XFS: files are cloned with reflinks, which take no space until changed", "[e2e][clone][xfs]") {
+  TempDir t;
+  LoopFs fs(t.path() + "/pv", "xfs", "320M", "-m reflink=1");
+  REQUIRE_MOUNTED(fs);
+  Cluster c(fs.dir);
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "100Mi"));
+  REQUIRE(c.WaitBound("src"));
+  const std::string src = c.DirOf("src");
+  REQUIRE(Sh("head -c 67108864 /dev/urandom > '" + src + "/big' && echo small > '" + src + "/small' && sync") == 0);
+  const uint64_t before = UsedBytes(fs.dir);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "100Mi", "src"));
+  REQUIRE(c.WaitBound("copy"));
+  INFO(c.Messages("copy") << p.Log());
+  CHECK(c.PvAnnotation("copy", "hostpath-provisioner.io/clone-method") == "reflink copy");
+  CHECK(Sh("cmp -s '" + src + "/big' '" + c.DirOf("copy") + "/big'") == 0);
+  Sh("sync");
+  CHECK(UsedBytes(fs.dir) < before + 8 * kMiB);  // 64 MiB copied, next to no space taken
+}
+
+TEST_CASE("node-aware: a clone is made on its source's node; a pod scheduled elsewhere is told where to run", "[e2e][clone][nodes]") {
+  Nodes n;
+  n.api->CreateYaml(WffcClassYaml("wffc"));
+  n.Start("node-a");
+  n.Start("node-b");
+  n.Claim("src", "hostpath", "hostpath-provisioner.io/node", "node-a");
+  REQUIRE(n.WaitBound("src"));
+  const std::string src = n.Root("node-a") + "/default-src-" + n.VolumeOf("src");
+  WriteFile(src + "/f", "on a");
+  // Immediate, no node named: on node-a, where the data is.
+  n.api->CreateYaml(ClaimYaml("default", "copy", "hostpath", "1Gi", "src"));
+  REQUIRE(n.WaitBound("copy"));
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("copy"))) == "node-a");
+  CHECK(ReadFile(n.Root("node-a") + "/default-copy-" + n.VolumeOf("copy") + "/f") == "on a");
+  CHECK(ListDir(n.Root("node-b")).empty());
+  // WaitForFirstConsumer, the pod scheduled on node-b: sent back, saying where it must run.
+  n.api->CreateYaml(ClaimYaml("default", "wcopy", "wffc", "1Gi", "src"));
+  n.SelectNode("wcopy", "node-b");
+  REQUIRE(Eventually([&] {
+    return n.Events("wcopy", "ProvisioningFailed", "whose volume is on node node-a: a clone is made where its source's data is, so "
+                                                   "the pod that uses it must run on node node-a") > 0;
+  }));
+  CHECK(Eventually([&] { return Annotation(n.ClaimJson("wcopy"), "volume.kubernetes.io/selected-node").empty(); }));
+  n.SelectNode("wcopy", "node-a");
+  REQUIRE(n.WaitBound("wcopy"));
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("wcopy"))) == "node-a");
+  CHECK(ListDir(n.Root("node-b")).empty());
+  CHECK(n.api->Denials().empty());
+}
+
+namespace {
+
+// A source volume with `files` files of 4 KiB in 100 directories: a copy that takes a while.
+void ManyFiles(const std::string& dir, int files) {
+  const std::string block(4096, 'x');
+  int made = 0;
+  for (int d = 1; d <= 100; ++d) ::mkdir((dir + "/" + std::to_string(d)).c_str(), 0755);
+  for (int i = 0; i < files; ++i) {
+    const std::string path = dir + "/" + std::to_string(i % 100 + 1) + "/" + std::to_string(i);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    made += fd >= 0 && ::write(fd, block.data(), block.size()) == static_cast<ssize_t>(block.size());
+    ::close(fd);
+  }
+  REQUIRE(made == files);
+}
+
+std::string TempOf(Cluster& c, const std::string& claim) {
+  return c.pv_dir + "/.clone-pvc-" + c.api.Claim("default", claim).get("metadata").get("uid").to_str();
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 during a copy: the half copy never shows as the volume, and the copy starts again", "[e2e][clone]") {
+  Cluster c;
+  auto p = std::make_unique<Provisioner>(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "1Gi"));
+  REQUIRE(c.WaitBound("src"));
+  ManyFiles(c.DirOf("src"), 20000);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "1Gi", "src"));
+  const std::string temp = TempOf(c, "copy");
+  REQUIRE(Eventually([&] { return Exists(temp); }, std::chrono::seconds(30)));
+  ::kill(p->process().pid(), SIGKILL);
+  p->process().Wait();
+  if (!c.VolumeOf("copy").empty() || !Exists(temp)) {
+    WARN("SKIPPED: the copy ended before the kill");
+    return;
+  }
+  CHECK(c.VolumeOf("copy").empty());
+  const std::string dir = c.pv_dir + "/default-copy-pvc-" + c.api.Claim("default", "copy").get("metadata").get("uid").to_str();
+  CHECK_FALSE(Exists(dir));  // only the temporary name holds the half copy
+  p = std::make_unique<Provisioner>(c.api, c.pv_dir);
+  REQUIRE(c.WaitBound("copy"));
+  INFO(c.Messages("copy") << p->Log());
+  CHECK_FALSE(Exists(temp));
+  CHECK(Sh("diff -r '" + c.DirOf("src") + "' '" + c.DirOf("copy") + "'") == 0);
+}
+
+TEST_CASE("a clone deleted during its copy: the copy stops and what was copied goes", "[e2e][clone]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "1Gi"));
+  REQUIRE(c.WaitBound("src"));
+  ManyFiles(c.DirOf("src"), 20000);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "1Gi", "src"));
+  const std::string temp = TempOf(c, "copy");
+  REQUIRE(Eventually([&] { return Exists(temp); }, std::chrono::seconds(30)));
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/copy").code == 200);
+  INFO(p.Log());
+  CHECK(Eventually([&] { return !Exists(temp); }));
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  CHECK(ListDir(c.pv_dir).size() == 1);  // the source's only
+  CHECK(c.VolumeOf("copy").empty());
+  // Other claims were served meanwhile, and the provisioner goes on.
+  c.api.CreateYaml(ClaimYaml("default", "after", "hostpath", "1Gi"));
+  CHECK(c.WaitBound("after"));
+}
+
+TEST_CASE("a source deleted during a copy of it is removed only once the copy is complete", "[e2e][clone]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "1Gi"));
+  REQUIRE(c.WaitBound("src"));
+  const std::string src = c.DirOf("src");
+  ManyFiles(src, 20000);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "1Gi", "src"));
+  REQUIRE(Eventually([&] { return Exists(TempOf(c, "copy")); }, std::chrono::seconds(30)));
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/src").code == 200);
+  REQUIRE(c.WaitBound("copy"));
+  INFO(p.Log());
+  int files = 0;
+  for (int d = 1; d <= 100; ++d) files += static_cast<int>(ListDir(c.DirOf("copy") + "/" + std::to_string(d)).size());
+  CHECK(files == 20000);  // whole, though its source went meanwhile
+  CHECK(Eventually([&] { return !Exists(src); }));
+}
