@@ -8,13 +8,16 @@
 // How one tree is copied, and what is never crossed or followed, is copy_tree.hpp's.
 #pragma once
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <functional>
 #include <map>
@@ -189,14 +192,24 @@ class Cloner {
     if (Status s = OpenSource(**src_root, a.source.dir_name, &src); !s.ok()) return Failed(f, s);
     const Root& dst = **dst_root;
     if (Status s = RemoveTemp(dst, temp); !s.ok()) return Failed(f, s.Wrap("a copy cut short before is in the way"));
-    recorder_->Normal(job.claim, reason::kCloning, "copying " + a.source.claim + " (volume " + a.source.volume +
-                                                       (job.source_bytes ? ", " + HumanBytes(job.source_bytes) + " in use" : "") +
-                                                       ") into " + a.root + "/" + a.dir_name);
     Status s = Snapshot(src.get(), dst, temp, a, &f);
-    if (s.code() == Status::kInvalid && f.result.method != CopyMethod::kSnapshot) s = CopyInto(job, src.get(), dst, temp, &f);
+    const bool copy = s.code() == Status::kInvalid && f.result.method != CopyMethod::kSnapshot;
+    recorder_->Normal(job.claim, reason::kCloning,
+                      "copying " + a.source.claim + " (volume " + a.source.volume +
+                          (job.source_bytes ? ", " + HumanBytes(job.source_bytes) + " in use" : "") + ") into " + a.root + "/" +
+                          a.dir_name + " by " + (copy ? ExpectedCopy(src.get(), dst.fd()) : Describe(CopyMethod::kSnapshot)));
+    if (copy) {
+      LogDebug(1, "clone " + a.volume.meta.name + ": no snapshot (" + s.message() + "); copying");
+      s = CopyInto(job, src.get(), dst, temp, &f);
+    }
+    if (s.ok()) {
+      fsops_detail::Fd made(openat(dst.fd(), temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      s = made.get() < 0 ? PosixError("open " + dst.path() + "/" + temp, errno) : Fits(made.get(), dst, f.made.quota, a.request_bytes);
+    }
     if (s.ok()) s = Publish(dst, temp, a.dir_name);
     f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!s.ok()) {
+      LogDebug(1, "clone " + a.volume.meta.name + ": " + s.message());
       if (!stopping_) {
         if (Status r = RemoveVolumeDir(dst, temp, f.made.quota); !r.ok()) LogWarn("clone " + a.volume.meta.name + ": " + r.message());
       }
@@ -242,14 +255,22 @@ class Cloner {
     Result<QuotaId> q = limits.Of(temp);
     if (!q.ok()) return q.status();
     f->made.quota = *q;
-    if (Status s = limits.SetLimit(*q, temp, static_cast<uint64_t>(a.request_bytes)); !s.ok()) return s;
-    // A source that had outgrown its size (made without a limit) would be a clone over its
-    // own: writes would fail at once. The snapshot's commit has counted it.
-    uint64_t used = 0;
-    if (limits.QgroupUsage(q->id, &used).ok() && used > static_cast<uint64_t>(a.request_bytes))
-      return Status(Status::kError, "the copy (" + HumanBytes(used) + ") does not fit in the clone's size " +
-                                        HumanBytes(static_cast<uint64_t>(a.request_bytes)), EDQUOT);
-    return Status::Ok();
+    return limits.SetLimit(*q, temp, static_cast<uint64_t>(a.request_bytes));
+  }
+
+  // A source that outgrew its size (made without a limit) makes a clone over its own limit when
+  // shared extents (a snapshot, reflinks) are not refused as written bytes are: writes in it
+  // would fail at once. Its accounting, once committed, says.
+  static Status Fits(int dir_fd, const Root& dst, const QuotaId& q, int64_t size) {
+    if (q.method == QuotaMethod::kNone) return Status::Ok();
+    if (syncfs(dir_fd) != 0) return PosixError("flush the copy in " + dst.path(), errno);
+    uint64_t used = 0, inodes = 0;
+    QuotaLimits limits(dst);
+    Status read = q.method == QuotaMethod::kBtrfs ? limits.QgroupUsage(q.id, &used)
+                                                  : limits.ProjectUsage(static_cast<unsigned>(q.id), &used, &inodes);
+    if (!read.ok() || used <= static_cast<uint64_t>(size)) return Status::Ok();
+    return Status(Status::kError, "the copy holds " + HumanBytes(used) + " and the clone's size is " +
+                                      HumanBytes(static_cast<uint64_t>(size)), EDQUOT);
   }
 
   // Any other source: the clone's directory is made as any volume's (with its limit), and the
@@ -284,8 +305,20 @@ class Cloner {
     if (!copied.ok()) return copied.status();
     stats_.bytes += copied->bytes - counted;
     f->result = *copied;
-    if (syncfs(dst_fd.get()) != 0) return PosixError("flush the copy in " + dst.path(), errno);
+    if (syncfs(dst_fd.get()) != 0) return PosixError("flush the copy in " + dst.path(), errno);  // before its rename
     return Status::Ok();
+  }
+
+  // How a copy between these two directories will most likely go, for the user (the Cloned event
+  // says how it went): with reflinks within one btrfs or XFS filesystem (XFS made without them
+  // copies bytes), else byte by byte.
+  static std::string ExpectedCopy(int src_fd, int dst_fd) {
+    struct statfs a {}, b {};
+    if (fstatfs(src_fd, &a) != 0 || fstatfs(dst_fd, &b) != 0) return Describe(CopyMethod::kBytes);
+    const bool same = a.f_type == b.f_type && std::memcmp(&a.f_fsid, &b.f_fsid, sizeof a.f_fsid) == 0;
+    if (same && a.f_type == BTRFS_SUPER_MAGIC) return Describe(CopyMethod::kReflink);
+    if (same && a.f_type == XFS_SUPER_MAGIC) return std::string(Describe(CopyMethod::kReflink)) + " where the filesystem has them";
+    return Describe(CopyMethod::kBytes);
   }
 
   // The complete copy takes the volume's name (never over an existing one).

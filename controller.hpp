@@ -655,7 +655,7 @@ class Controller {
     promises_.Release(a.volume.meta.name);
     const int e = s.sys_errno();
     std::string message = "cannot clone " + a.source.claim + " into " + a.root + "/" + a.dir_name + ": " + s.message();
-    if (e == EDQUOT) message += "; the copy does not fit in the clone's size: create the claim again asking for more";
+    if (e == EDQUOT) message += "; the copy does not fit in the clone's enforced size: create the claim again asking for more";
     if (e == ENOSPC) message += "; the copy does not fit in the free space under " + a.root + ": free some space (retried when a volume goes)";
     if (e == ENOSPC) space_waiters_.Insert(KeyOf(claim.meta));
     stats_.provision_failed++;

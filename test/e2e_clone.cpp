@@ -161,6 +161,7 @@ TEST_CASE("a clone holds what its source held: every kind of entry, as cp -a cop
   CHECK(method == "byte copy");  // tmpfs has no reflinks
   CHECK(c.PvAnnotation("copy", "hostpath-provisioner.io/cloned-from") == "default/src");
   CHECK(c.Events("copy", "Cloning", "copying default/src (volume " + c.VolumeOf("src")) == 1);
+  CHECK(c.Events("copy", "Cloning", "/default-copy-" + c.VolumeOf("copy") + " by byte copy") == 1);
   CHECK(c.Events("copy", "Cloned", "copied default/src into " + c.VolumeOf("copy") + ": ") == 1);
   CHECK(c.Events("copy", "CloneSkipped", "2 sockets, FIFOs or device nodes") == 1);
   CHECK(c.Events("copy", "ProvisioningSucceeded", "a copy of default/src (byte copy)") == 1);
@@ -189,6 +190,13 @@ TEST_CASE("clone refusals say why, and a clone waits for a source that is not th
   REQUIRE(c.WaitBound("later"));
   REQUIRE(c.WaitBound("early"));
   CHECK(c.PvAnnotation("early", "hostpath-provisioner.io/cloned-from") == "default/later");
+
+  // A source not Bound yet (of a class nobody provisions): the clone waits.
+  c.api.CreateYaml(ClassYaml("nobody", "Delete", "example.com/none"));
+  c.api.CreateYaml(ClaimYaml("default", "unbound", "nobody", "1Gi"));
+  c.api.CreateYaml(ClaimYaml("default", "ofunbound", "hostpath", "1Gi", "unbound"));
+  REQUIRE(Eventually([&] { return c.Events("ofunbound", "ProvisioningFailed", "the claim to clone, default/unbound, is not Bound "
+                                                                                "yet (phase Pending): this claim waits for it") > 0; }));
 
   // Smaller than its source: the API's rule for clones; not retried.
   c.api.CreateYaml(ClaimYaml("default", "small", "hostpath", "512Mi", "later"));
@@ -227,7 +235,7 @@ TEST_CASE("clone refusals say why, and a clone waits for a source that is not th
   REQUIRE(r.code == 201);
   REQUIRE(Eventually([&] { return c.Events("snap", "ProvisioningFailed", "names VolumeSnapshot.snapshot.storage.k8s.io \"s1\": this "
                                                                            "provisioner clones only claims") > 0; }));
-  for (const char* claim : {"small", "ofhand", "near", "snap"}) CHECK(Phase(c.api.Claim("default", claim)) == "Pending");
+  for (const char* claim : {"ofunbound", "small", "ofhand", "near", "snap"}) CHECK(Phase(c.api.Claim("default", claim)) == "Pending");
   CHECK(c.api.Denials().empty());
 }
 
@@ -265,6 +273,7 @@ TEST_CASE("btrfs: a subvolume volume is cloned with a snapshot, with its own lim
   INFO(c.Messages("copy") << p.Log());
   CHECK(c.PvAnnotation("copy", "hostpath-provisioner.io/clone-method") == "btrfs snapshot");
   CHECK(c.Events("copy", "Cloned", "a btrfs snapshot") == 1);
+  CHECK(c.Events("copy", "Cloning", " by btrfs snapshot") == 1);
   struct stat st {};
   REQUIRE(::stat(copy.c_str(), &st) == 0);
   CHECK(st.st_ino == 256);  // a subvolume of its own
@@ -298,6 +307,7 @@ TEST_CASE("XFS: files are cloned with reflinks, which take no space until change
   REQUIRE(c.WaitBound("copy"));
   INFO(c.Messages("copy") << p.Log());
   CHECK(c.PvAnnotation("copy", "hostpath-provisioner.io/clone-method") == "reflink copy");
+  CHECK(c.Events("copy", "Cloning", " by reflink copy where the filesystem has them") == 1);
   CHECK(Sh("cmp -s '" + src + "/big' '" + c.DirOf("copy") + "/big'") == 0);
   Sh("sync");
   CHECK(UsedBytes(fs.dir) < before + 8 * kMiB);  // 64 MiB copied, next to no space taken
@@ -416,4 +426,49 @@ TEST_CASE("a source deleted during a copy of it is removed only once the copy is
   for (int d = 1; d <= 100; ++d) files += static_cast<int>(ListDir(c.DirOf("copy") + "/" + std::to_string(d)).size());
   CHECK(files == 20000);  // whole, though its source went meanwhile
   CHECK(Eventually([&] { return !Exists(src); }));
+}
+
+TEST_CASE("a copy that does not fit the free space, or the clone's enforced size, is refused and leaves nothing", "[e2e][clone]") {
+  if (::geteuid() != 0) {
+    WARN("SKIPPED: needs root (tmpfs, btrfs)");
+    return;
+  }
+  {
+    TempDir t;
+    Tmpfs fs(t.path() + "/pv", "64M");
+    if (!fs.mounted) return;
+    Cluster c(fs.dir);
+    Provisioner p(c.api, c.pv_dir);
+    // A 10Mi claim holding 40 MB (its size is not enforced): a clone of it fits the check of its
+    // size, but its copy does not fit what is left.
+    c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "10Mi"));
+    REQUIRE(c.WaitBound("src"));
+    REQUIRE(Sh("head -c 40000000 /dev/zero > '" + c.DirOf("src") + "/big'") == 0);
+    c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "10Mi", "src"));
+    REQUIRE(Eventually([&] { return c.Events("copy", "ProvisioningFailed", "the copy does not fit in the free space under " + fs.dir) > 0; }));
+    INFO(c.Messages("copy"));
+    CHECK(Phase(c.api.Claim("default", "copy")) == "Pending");
+    CHECK(ListDir(fs.dir).size() == 1);  // the source: the half copy is gone
+    CHECK(Eventually([&] { return Metric(p, "hostpath_provisioner_clones_total", "result=\"failure\"") >= 1; }));
+  }
+  TempDir t;
+  ::chmod(t.path().c_str(), 0755);
+  LoopFs fs(t.path() + "/pv", "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  Cluster c(fs.dir);
+  c.api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath", "  quota: \"true\"\n"));
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "10Mi"));
+  REQUIRE(c.WaitBound("src"));
+  REQUIRE(Sh("head -c 30000000 /dev/urandom > '" + c.DirOf("src") + "/big'") == 0);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "limited", "16Mi", "src"));
+  const bool refused = Eventually([&] { return c.Events("copy", "ProvisioningFailed", "and the clone's size is 16.0 MiB; the copy does "
+                                                                                      "not fit in the clone's enforced size: create the "
+                                                                                      "claim again asking for more") > 0; });
+  INFO(c.Messages("copy") << p.Log());
+  REQUIRE(refused);
+  CHECK(Phase(c.api.Claim("default", "copy")) == "Pending");
+  CHECK(ListDir(fs.dir).size() == 1);
+  CHECK(LoopFs::Sh("btrfs subvolume list " + fs.dir + " | grep -q clone") != 0);
 }
