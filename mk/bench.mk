@@ -1,4 +1,4 @@
-# make bench: the performance benchmark (test/bench.cpp, about a minute). Runs the provisioner
+# make bench: the performance benchmark (test/bench.cpp, about two minutes). Runs the provisioner
 # binary against the fake API server, and a baseline client against a second one; prints a
 # table of the figures against their targets and writes build/bench.json. Work files and logs:
 # build/bench-run/. What it measures and why: docs/performance.md.

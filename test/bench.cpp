@@ -14,7 +14,12 @@
 //    NODE_NAME node-0..2, until all are Bound, against 300 Immediate claims on one single-node
 //    instance: no slower per claim;
 //  - the usage scan: its CPU per 100 000 files, and a burst of 1000 claims while a pass over a
-//    volume of 100 000 files runs, against one on an instance that does not scan: no slower.
+//    volume of 100 000 files runs, against one on an instance that does not scan: no slower;
+//  - clones, with each method: seconds per GiB (a source of 1 GiB of random data in 4 files) and
+//    per 100 000 files (of 4 KiB), from the clone's create until Bound, and the provisioner's own
+//    copy time: byte copy on the volumes root and on ext4, reflink copy on XFS, btrfs snapshot
+//    (loop filesystems, root only); and 100 claims at once while a byte copy of 100 000 files
+//    runs on the same instance, against the same burst without: within 1.1x.
 // The baseline does only the irreducible work of a provisioner: for each claim, as its create
 // returns, one mkdir and one PV create; for a deletion one rmdir and one PV delete. No watches,
 // no cache, no events. Four threads (as the provisioner's default WORKERS), each with a
@@ -28,15 +33,18 @@
 //
 // A benchmark, not a test: exit 0 unless something broke (a process that does not start, a
 // burst not done within 120 s). Output: a table on stdout and build/bench.json. Work files and
-// logs: build/bench-run/, replaced on each run. Binaries: FAKE_APISERVER (build/fake-apiserver)
-// and PROVISIONER (./hostpath-provisioner). Volume directories: BENCH_VOLUMES, else a tmpfs.
+// logs: build/bench-run/, replaced on each run (also the loop filesystems' sparse images, while
+// in use). Binaries: FAKE_APISERVER (build/fake-apiserver) and PROVISIONER
+// (./hostpath-provisioner). Volume directories: BENCH_VOLUMES, else a tmpfs.
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +64,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -91,6 +100,13 @@ constexpr int kNodeRounds = 5;                           // their bursts, altern
 constexpr int kStartupPairs = 10000;                     // bound claims and PVs present at start-up
 constexpr int kScanDirs = 100, kScanFiles = 100000;      // the scanned volume: files in that many directories
 constexpr int kScanRounds = 3;                           // bursts with and without a scan running
+constexpr const char* kCloneClass = "clones";           // the class of clones and their sources
+constexpr const char* kCloneSize = "2Gi";                // their request: a btrfs qgroup limit with room for 1 GiB
+constexpr uint64_t kCloneBytes = 1ULL << 30;             // the large source: that much random data
+constexpr int kCloneBigFiles = 4;                        // in that many files
+constexpr int kCloneDirs = 100, kCloneFiles = 100000;    // the source of small files: that many in that many directories
+constexpr size_t kCloneFileBytes = 4096;                 // of that size each
+constexpr int kCloneBurst = 100, kCloneRounds = 5;       // bursts with and without a copy running
 constexpr auto kBurstLimit = std::chrono::seconds(120);  // a burst not done by then is a failure
 constexpr auto kIdleWindow = std::chrono::seconds(10);   // idle CPU and wake-ups are counted over this
 
@@ -329,12 +345,15 @@ struct Claimed {
   std::string dir() const { return std::string(kNs) + "-" + name + "-" + pv(); }
 };
 
-// A claim of class `cls`; with a node, annotated with it as the scheduler's choice (selected-node).
-std::string ClaimJson(const std::string& name, const std::string& cls = "hostpath", const std::string& node = "") {
+// A claim of class `cls` asking for `size`; with a node, annotated with it as the scheduler's
+// choice (selected-node); with `clone_of`, a clone of that claim (dataSource).
+std::string ClaimJson(const std::string& name, const std::string& cls = "hostpath", const std::string& node = "",
+                      const std::string& size = "1Gi", const std::string& clone_of = "") {
   return R"({"apiVersion":"v1","kind":"PersistentVolumeClaim","metadata":{"name":")" + name + R"(","namespace":")" + kNs + "\"" +
          (node.empty() ? "" : R"(,"annotations":{"volume.kubernetes.io/selected-node":")" + node + "\"}") +
-         R"(},"spec":{"storageClassName":")" + cls +
-         R"(","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}})";
+         R"(},"spec":{"storageClassName":")" + cls + R"(","accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":")" +
+         size + "\"}}" +
+         (clone_of.empty() ? "" : R"(,"dataSource":{"kind":"PersistentVolumeClaim","name":")" + clone_of + "\"}") + "}}";
 }
 
 // The PV the provisioner makes for a claim (with its finalizer when `finalizer`).
@@ -482,7 +501,8 @@ struct Target {
   std::string cls = "hostpath";     // the claims' StorageClass
   int nodes = 0;                    // > 0: claims spread over node-0 .. node-(nodes-1), selected-node set
   long kept = 0;                    // entries of each of pv_dirs that are not the bursts' (stay after a delete)
-  std::function<void()> before;     // run just before a burst starts
+  std::function<void(bool create)> before;  // run just before a burst starts (create: a create burst)
+  std::function<void(bool create)> after;   // run as soon as it is done (all Bound, or all gone)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -543,7 +563,7 @@ Burst RunBurst(const Target& t, bool create, const std::string& prefix, int n, s
     for (pid_t pid : t.provisioners) sum += CpuSeconds(pid);
     return sum;
   };
-  if (t.before) t.before();
+  if (t.before) t.before(create);
   double cpu0 = cpu();
   int64_t t0 = NowNs(), dirs_gone = 0;
   try {
@@ -572,6 +592,7 @@ Burst RunBurst(const Target& t, bool create, const std::string& prefix, int n, s
   if (!err.empty()) throw Failure(err);
   b.seconds = static_cast<double>(std::max<int64_t>(last_ns, dirs_gone) - t0) / 1e9;
   b.cpu_seconds = cpu() - cpu0;
+  if (t.after) t.after(create);
   SleepMs(300);  // let the trailing events (and anything else the burst caused) be sent
   ReadRequestLog(*t.fake, create ? *claims : std::vector<Claimed>{}, &b);
   return b;
@@ -686,16 +707,33 @@ double ScanCpuSeconds(pid_t pid) {
   return sum;
 }
 
-// Makes `dirs` directories of `files` empty files each in `path` (the walk's cost is per entry,
-// not per byte; empty files keep a tmpfs small).
-void MakeTree(const std::string& path, int dirs, int files) {
+// Fills `words` with pseudo-random data (xorshift64, carried on in *state): nothing a filesystem
+// could compress or share.
+void FillRandom(std::vector<uint64_t>* words, uint64_t* state) {
+  for (uint64_t& w : *words) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    w = *state;
+  }
+}
+
+// Makes `dirs` directories of `files` files each in `path`, of `bytes` random bytes each (0:
+// empty files, for the usage scan, whose walk costs per entry, not per byte, and a tmpfs stays
+// small).
+void MakeTree(const std::string& path, int dirs, int files, size_t bytes = 0) {
+  std::vector<uint64_t> data((bytes + 7) / 8);
+  uint64_t state = 0x9E3779B97F4A7C15ULL;
+  FillRandom(&data, &state);
   for (int d = 0; d < dirs; ++d) {
     std::string dir = path + "/d" + std::to_string(d);
     if (::mkdir(dir.c_str(), 0755) != 0) throw Failure("cannot create " + dir);
     for (int f = 0; f < files; ++f) {
       int fd = ::open((dir + "/f" + std::to_string(f)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
       if (fd < 0) throw Failure("cannot create a file in " + dir);
+      bool written = bytes == 0 || ::write(fd, data.data(), bytes) == static_cast<ssize_t>(bytes);
       ::close(fd);
+      if (!written) throw Failure("cannot write a file in " + dir);
     }
   }
 }
@@ -709,6 +747,95 @@ long NextPass(int port, long after) {
     SleepMs(5);
   }
   throw Failure("the usage scan completed no pass within 60 s");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clones.
+
+// Writes `bytes` random bytes (FillRandom, from `seed`) to a new file.
+void WriteRandom(const std::string& path, uint64_t bytes, uint64_t seed) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Failure("cannot create " + path);
+  std::vector<uint64_t> chunk(1 << 17);  // 1 MiB
+  uint64_t state = seed * 0x9E3779B97F4A7C15ULL + 1;
+  for (uint64_t done = 0; done < bytes;) {
+    FillRandom(&chunk, &state);
+    size_t n = static_cast<size_t>(std::min<uint64_t>(bytes - done, chunk.size() * sizeof chunk[0]));
+    if (::write(fd, chunk.data(), n) != static_cast<ssize_t>(n)) {
+      ::close(fd);
+      throw Failure("cannot write " + path);
+    }
+    done += n;
+  }
+  ::close(fd);
+}
+
+// Flushes the filesystem under `path` (syncfs), so that a copy timed next does not also write
+// back its source.
+void SyncFs(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::syncfs(fd) != 0) throw Failure("cannot flush the filesystem of " + path);
+  ::close(fd);
+}
+
+// Creates claim PREFIX-0 of the clones' class (kCloneClass, kCloneSize), a clone of `source`
+// unless it is empty; with `seconds`, waits until it is Bound and says how long that took from
+// its create.
+Claimed CreateCloneClaim(const Fake& fake, const std::string& prefix, const std::string& source, double* seconds) {
+  auto admin = fake.Admin();
+  std::string query = WaitQuery(*admin, true, prefix), name = prefix + "-0";
+  const int64_t t0 = NowNs();
+  Reply r = admin->Call("POST", kClaims, ClaimJson(name, kCloneClass, "", kCloneSize, source));
+  if (r.code != 201) throw Failure("create claim " + name + ": " + std::to_string(r.code) + " " + r.body);
+  if (seconds) *seconds = static_cast<double>(WaitInFake(*admin, query, 1) - t0) / 1e9;
+  return {name, Str(r.json, {"metadata", "uid"})};
+}
+
+struct CloneTimes {
+  double bound = -1;   // the clone's create -> Bound
+  double copy = -1;    // the provisioner's own figure: its clone_seconds_total grew by that much
+  std::string method;  // its PV's clone-method annotation
+};
+
+// A filesystem's row: its clones of the two sources, or why there are none.
+struct CloneRow {
+  std::string label, expected, skipped;  // expected: the method its clones should be made with
+  CloneTimes gib, files;                 // of the kCloneBytes source, of the kCloneFiles one
+};
+
+// Clones `source` as claim PREFIX-0 and times it.
+CloneTimes TimeClone(const Fake& fake, const Provisioner& p, const Claimed& source, const std::string& prefix) {
+  CloneTimes t;
+  const double copy0 = MetricValue(p.port, "hostpath_provisioner_clone_seconds_total");
+  Claimed c = CreateCloneClaim(fake, prefix, source.name, &t.bound);
+  t.copy = MetricValue(p.port, "hostpath_provisioner_clone_seconds_total") - copy0;
+  Reply pv = fake.Admin()->Call("GET", "/api/v1/persistentvolumes/" + c.pv());
+  t.method = Str(pv.json, {"metadata", "annotations", "hostpath-provisioner.io/clone-method"});
+  return t;
+}
+
+// On an instance whose class kCloneClass makes volumes under `root`: the two sources (claims
+// big-0 and files-0: kCloneBytes in kCloneBigFiles files, kCloneFiles files of kCloneFileBytes
+// in kCloneDirs directories), flushed, then a clone of each, one after the other. Returns the
+// source of small files.
+Claimed MeasureClones(const Fake& fake, const Provisioner& p, const std::string& root, CloneRow* row) {
+  Claimed big = CreateCloneClaim(fake, "big", "", nullptr), files = CreateCloneClaim(fake, "files", "", nullptr);
+  auto admin = fake.Admin();
+  WaitInFake(*admin, "resource=persistentvolumeclaims&until=Bound&prefix=big-", 1);
+  WaitInFake(*admin, "resource=persistentvolumeclaims&until=Bound&prefix=files-", 1);
+  for (int i = 0; i < kCloneBigFiles; ++i)
+    WriteRandom(root + "/" + big.dir() + "/data" + std::to_string(i), kCloneBytes / kCloneBigFiles, i + 1);
+  MakeTree(root + "/" + files.dir(), kCloneDirs, kCloneFiles / kCloneDirs, kCloneFileBytes);
+  SyncFs(root);
+  row->gib = TimeClone(fake, p, big, "cbig");
+  row->files = TimeClone(fake, p, files, "cfiles");
+  std::printf("  %-36s 1 GiB: %.3f s (its copy %.3f s), %d files: %.3f s (its copy %.3f s)%s\n", row->label.c_str(),
+              row->gib.bound, row->gib.copy, kCloneFiles, row->files.bound, row->files.copy,
+              row->gib.method == row->expected && row->files.method == row->expected
+                  ? ""
+                  : (", method " + row->gib.method + " / " + row->files.method).c_str());
+  std::fflush(stdout);
+  return files;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -908,7 +1035,7 @@ int Run() {
     double entries_at_start = 0;
     Target scan{"scanning", &fake_s, {pv_s}, {pid}};
     scan.kept = 1;
-    scan.before = [&] {
+    scan.before = [&](bool) {
       passes = NextPass(port, passes);
       SleepMs(1010);
       entries_at_start = MetricValue(port, "hostpath_provisioner_usage_scan_entries_total");
@@ -972,6 +1099,93 @@ int Run() {
     }
   }
 
+  // Clones: for each method, a clone of a source of kCloneBytes and of one of kCloneFiles files,
+  // on an instance of its own (no usage scan, which would walk the sources meanwhile): byte copy
+  // on the volumes root and on ext4, reflink copy on XFS, btrfs snapshot on btrfs with qgroups
+  // (a class with quota "true"), the last three on loop devices. On the volumes root's instance,
+  // kCloneBurst claims at once while a byte copy of kCloneFiles files runs, alternating with the
+  // same burst without; each of the two kinds of burst has a class and a root (pvDir) of its own.
+  std::printf("bench: clones of 1 GiB and of %d files, by each method; %d rounds of %d claims at once while a copy "
+              "runs, and without\n", kCloneFiles, kCloneRounds, kCloneBurst);
+  std::fflush(stdout);
+  std::vector<CloneRow> clone_rows;
+  std::vector<double> create_copying, create_not_copying;
+  int copy_running = 0;  // bursts at whose end the copy was still running
+  {
+    struct statfs sf {};
+    const bool tmpfs = ::statfs(volumes.c_str(), &sf) == 0 && sf.f_type == TMPFS_MAGIC;
+    clone_rows.push_back({std::string("byte copy on ") + (tmpfs ? "tmpfs" : "the volumes root"), "byte copy"});
+    Fake fake(work + "/api-clones");
+    std::string sources = MakeDir(volumes + "/pv-clones"), pv_c = MakeDir(volumes + "/pv-clone-bursts-copying"),
+                pv_n = MakeDir(volumes + "/pv-clone-bursts-none");
+    fake.CreateClass(kCloneClass, "Immediate");
+    fake.CreateClass("bursts-copying", "Immediate", "\"pvDir\":\"" + pv_c + "\"");
+    fake.CreateClass("bursts-none", "Immediate", "\"pvDir\":\"" + pv_n + "\"");
+    Provisioner p = StartProvisioner(fake, sources, work + "/provisioner-clones.log",
+                                     {{"ALLOWED_PV_DIRS", pv_c + "," + pv_n}, {"USAGE_SCAN_INTERVAL", "0"}});
+    const pid_t pid = p.proc->pid();
+    const Claimed files = MeasureClones(fake, p, sources, &clone_rows.back());
+    // The copy of each round: started (its temporary directory made) just before the burst; once
+    // the burst is done, deleted, which stops it, and gone (with anything the provisioner did for
+    // it) before the next burst starts.
+    std::optional<Claimed> copy;
+    auto temp = [&] { return sources + "/.clone-" + copy->pv(); };
+    auto settle = [&] {
+      if (!copy) return;
+      auto admin = fake.Admin();
+      Reply r = admin->Call("DELETE", kClaims + "/" + copy->name);
+      if (r.code != 200) throw Failure("delete claim " + copy->name + ": " + std::to_string(r.code) + " " + r.body);
+      for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+           Exists(temp()) || Exists(sources + "/" + copy->dir()) ||
+           admin->Call("GET", "/api/v1/persistentvolumes/" + copy->pv(), "", false).code != 404;
+           SleepMs(5))
+        if (std::chrono::steady_clock::now() > end) throw Failure("the clone " + copy->name + " was not gone within 60 s");
+      WaitCpuQuiet(pid, std::chrono::milliseconds(300));
+      copy.reset();
+    };
+    int round = 0;
+    Target copying{"copying", &fake, {pv_c}, {pid}, nullptr, "bursts-copying"}, idle{"none", &fake, {pv_n}, {pid}, nullptr, "bursts-none"};
+    copying.before = [&](bool create) {
+      settle();
+      if (!create) return;
+      copy = CreateCloneClaim(fake, "during" + std::to_string(round++), files.name, nullptr);
+      for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60); !Exists(temp()); SleepMs(1))
+        if (std::chrono::steady_clock::now() > end) throw Failure("the copy for " + copy->name + " did not start within 60 s");
+    };
+    copying.after = [&](bool create) { copy_running += create && Exists(temp()); };
+    idle.before = [&](bool) { settle(); };
+    Alternate(copying, idle, kCloneBurst, kCloneRounds, [&](const Target& t, bool create, const Burst& b) {
+      if (create) (t.after ? create_copying : create_not_copying).push_back(b.seconds);
+    });
+    settle();
+  }
+  std::system(("rm -rf '" + volumes + "'/pv-clone*").c_str());
+  {
+    char abs[PATH_MAX];
+    const std::string at = std::string(::realpath(work.c_str(), abs) ? abs : work.c_str()) + "/clone-";
+    struct Method {
+      const char *label, *method, *type, *size, *mkfs_args, *parameters;
+    };
+    // Sparse images, sized for both sources and a byte copy of each (and the metadata of 200 000 files).
+    for (const Method& m : {Method{"byte copy on ext4", "byte copy", "ext4", "6G", "", ""},
+                            Method{"reflink copy on XFS (reflink=1)", "reflink copy", "xfs", "4G", "-m reflink=1", ""},
+                            Method{"btrfs snapshot (quota \"true\")", "btrfs snapshot", "btrfs", "6G", "", "\"quota\":\"true\""}}) {
+      clone_rows.push_back({m.label, m.method});
+      harness::LoopFs fs(at + m.type, m.type, m.size, m.mkfs_args);
+      if (!fs.mounted) {
+        clone_rows.back().skipped = fs.why;
+      } else if (std::string(m.type) == "btrfs" && harness::LoopFs::Sh("btrfs quota enable " + fs.dir) != 0) {
+        clone_rows.back().skipped = "btrfs quota enable failed";
+      } else {
+        Fake fake(work + "/api-clone-" + m.type);
+        fake.CreateClass(kCloneClass, "Immediate", m.parameters);
+        Provisioner p = StartProvisioner(fake, fs.dir, work + "/provisioner-clone-" + m.type + ".log", {{"USAGE_SCAN_INTERVAL", "0"}});
+        MeasureClones(fake, p, fs.dir, &clone_rows.back());
+      }
+      if (!clone_rows.back().skipped.empty()) std::printf("  %-36s skipped: %s\n", m.label, clone_rows.back().skipped.c_str());
+    }
+  }
+
   double load_after = LoadAverage();
 
   // ---- the table and the JSON
@@ -1029,6 +1243,28 @@ int Run() {
   } else {
     rep.Add("skipped", quota_skipped);
   }
+  rep.Section("clones: claim create -> Bound (the provisioner's copy time, clone_seconds_total), of 1 GiB in " +
+              std::to_string(kCloneBigFiles) + " files / of " + std::to_string(kCloneFiles) + " files of 4 KiB");
+  for (const CloneRow& r : clone_rows) {
+    if (!r.skipped.empty()) {
+      rep.Add(r.label, "skipped: " + r.skipped);
+      continue;
+    }
+    const double per_gib = static_cast<double>(1ULL << 30) / static_cast<double>(kCloneBytes), per_files = 100000.0 / kCloneFiles;
+    std::string value = Fmt("%.3f", r.gib.bound * per_gib) + Fmt(" (%.3f)", r.gib.copy * per_gib) +
+                        Fmt(" / %.3f", r.files.bound * per_files) + Fmt(" (%.3f) s", r.files.copy * per_files);
+    if (r.gib.method != r.expected || r.files.method != r.expected)
+      value += " NOT " + r.expected + ": " + r.gib.method + " / " + r.files.method;
+    rep.Add(r.label + ", per GiB / 100 000 files", value);
+  }
+  rep.Section(std::to_string(kCloneBurst) + " claims at once while a byte copy of " + std::to_string(kCloneFiles) +
+              " files runs on the same instance / none, " + std::to_string(create_copying.size()) + " rounds (medians)");
+  const double copy_ratio = median(create_copying) / median(create_not_copying);
+  rep.Add("create until all Bound: copy running / none",
+          Fmt("%.3f", median(create_copying)) + Fmt(" / %.3f s", median(create_not_copying)) + Fmt(" = %.2fx", copy_ratio),
+          "<= 1.1x", copy_ratio <= 1.1);
+  rep.Add("copy still running at the burst's end",
+          std::to_string(copy_running) + " of " + std::to_string(create_copying.size()) + " bursts");
   rep.Section("idle (from 1 s after /readyz, no claims)");
   rep.Add("VmRSS (resident)", MiB(idle_mem.rss_kib), "< 6 MiB", idle_mem.rss_kib < 6 * 1024);
   rep.Add("RssAnon (private)", MiB(idle_mem.anon_kib), "< 2 MiB", idle_mem.anon_kib < 2 * 1024);
@@ -1071,6 +1307,20 @@ int Run() {
   json["usage_scan_entries_per_pass"] = picojson::value(scan_entries);
   json["claim_to_pv_ms_quota"] = array(quota_on);
   json["claim_to_pv_ms_no_quota"] = array(quota_off);
+  picojson::object clones;  // by filesystem: seconds from create to Bound, and of the provisioner's copy
+  for (const CloneRow& r : clone_rows) {
+    if (!r.skipped.empty()) continue;
+    picojson::object o;
+    o["method"] = picojson::value(r.gib.method);
+    o["bound_seconds_1gib"] = picojson::value(r.gib.bound);
+    o["copy_seconds_1gib"] = picojson::value(r.gib.copy);
+    o["bound_seconds_files"] = picojson::value(r.files.bound);  // kCloneFiles files
+    o["copy_seconds_files"] = picojson::value(r.files.copy);
+    clones[r.label] = picojson::value(o);
+  }
+  json["clones"] = picojson::value(clones);
+  json["create_seconds_copying"] = array(create_copying);  // kCloneBurst claims while a copy runs
+  json["create_seconds_not_copying"] = array(create_not_copying);
   json["binary_bytes"] = picojson::value(static_cast<double>(st.st_size));
   json["cpus"] = picojson::value(static_cast<double>(cpus));
   json["figures"] = rep.Json();
