@@ -26,6 +26,7 @@
 #include "leader.hpp"
 #include "log.hpp"
 #include "metrics.hpp"
+#include "terminate.hpp"
 
 #ifndef HP_VERSION
 #define HP_VERSION "unknown"
