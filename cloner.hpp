@@ -65,8 +65,10 @@ class Cloner {
     double seconds = 0;
   };
   using Wake = std::function<void(const std::string& key)>;  // "claim/<key>" or "volume/<name>"
+  using Busy = std::function<bool()>;  // are claims or volumes being worked on, or waiting?
 
-  Cloner(Roots* roots, EventRecorder* recorder, Wake wake) : roots_(roots), recorder_(recorder), wake_(std::move(wake)) {}
+  Cloner(Roots* roots, EventRecorder* recorder, Wake wake, Busy busy)
+      : roots_(roots), recorder_(recorder), wake_(std::move(wake)), busy_(std::move(busy)) {}
   ~Cloner() { Stop(); }
   Cloner(const Cloner&) = delete;
   Cloner& operator=(const Cloner&) = delete;
@@ -149,6 +151,17 @@ class Cloner {
 
  private:
   static constexpr std::chrono::seconds kProgressEvery{30};
+  // Provisioning goes first: every 64 entries or 4 MiB the copy waits while the workers have
+  // something to do, up to 200 ms at a time (so that a steady stream of claims slows a copy
+  // down but never stops it). Idle priority alone leaves it the CPU between a worker's steps.
+  static constexpr uint64_t kYieldEntries = 64, kYieldBytes = 4 << 20;
+  static constexpr std::chrono::milliseconds kYieldAtMost{200};
+
+  void Yield() {
+    const auto until = std::chrono::steady_clock::now() + kYieldAtMost;
+    while (busy_ && busy_() && !cancel_ && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 
   void Run() {
     LowerThreadPriority("clone");
@@ -288,7 +301,10 @@ class Cloner {
     uint64_t counted = 0;
     CopyOptions opt;
     opt.cancel = &cancel_;
+    opt.progress_entries = kYieldEntries;
+    opt.progress_bytes = kYieldBytes;
     opt.progress = [&](const CopyProgress& p) {
+      Yield();
       stats_.bytes += p.bytes - counted;
       counted = p.bytes;
       const auto now = std::chrono::steady_clock::now();
@@ -345,9 +361,13 @@ class Cloner {
                                                       what + ", in " + secs);
     if (r.skipped_special == 0 && r.skipped_mount_count == 0) return;
     std::string message = "not copied from " + job.a.source.claim + ":";
-    if (r.skipped_special) message += " " + std::to_string(r.skipped_special) + " sockets, FIFOs or device nodes (a copy cannot hold them);";
+    auto count = [](uint64_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+    if (r.skipped_special)
+      message += " " + count(r.skipped_special, "socket, FIFO or device node", "sockets, FIFOs or device nodes") +
+                 " (a copy cannot hold them);";
     if (r.skipped_mount_count) {
-      message += " " + std::to_string(r.skipped_mount_count) + " mount points inside it, whose contents are another filesystem's (";
+      message += " " + count(r.skipped_mount_count, "mount point", "mount points") +
+                 " inside it, whose contents are another filesystem's (";
       for (size_t i = 0; i < r.skipped_mounts.size(); ++i) message += (i ? ", " : "") + r.skipped_mounts[i];
       message += r.skipped_mount_count > r.skipped_mounts.size() ? ", ...)" : ")";
     }
@@ -357,6 +377,7 @@ class Cloner {
   Roots* roots_;
   EventRecorder* recorder_;
   Wake wake_;
+  Busy busy_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Job> queue_;

@@ -208,6 +208,13 @@ class Controller {
   // All three caches hold their first list.
   bool Synced() const { return claims_.Synced() && volumes_.Synced() && classes_.Synced(); }
   size_t QueueDepth() { return queue_.Depth(); }
+  // Keys ready, or a worker on one (the cloner gives way to them).
+  bool WorkersBusy() {
+    if (queue_.Ready() > 0) return true;
+    for (const auto& w : workers_)
+      if (w->busy_since_ms != 0) return true;
+    return false;
+  }
   long WatchRestarts() const { return claims_.WatchRestarts() + volumes_.WatchRestarts() + classes_.WatchRestarts(); }
   // Every worker has been on its current key for longer than `limit`: nothing can make
   // progress (for a liveness check). One long removal alone is not stuck.
@@ -934,5 +941,6 @@ class Controller {
   std::condition_variable stop_cv_;
   bool stopped_ = false;
   UsageScanner usage_;  // its threads use the members above
-  Cloner cloner_{roots_, &recorder_, [this](const std::string& key) { queue_.Add(key); }};  // last, as usage_
+  Cloner cloner_{roots_, &recorder_, [this](const std::string& key) { queue_.Add(key); },
+                 [this] { return WorkersBusy(); }};  // last, as usage_
 };

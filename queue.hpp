@@ -171,6 +171,11 @@ class WorkQueue {
     std::lock_guard<std::mutex> lock(mu_);
     return dirty_.size() + delayed_.size();
   }
+  // Keys to be handed out now (not those waiting out a backoff).
+  size_t Ready() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return dirty_.size();
+  }
 
   void ShutDown() {
     std::lock_guard<std::mutex> lock(mu_);
