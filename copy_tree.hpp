@@ -16,8 +16,9 @@
 //     linkat and openat(O_CREAT | O_EXCL | O_NOFOLLOW) relative to descriptors of directories
 //     the copier made itself, never renamed in (a project quota on the destination counts them);
 //   - bounded: at most kCopyOpenDirs source and as many destination directory descriptors
-//     (deeper, some are closed and opened again by name, checked, when the walk comes back); one buffer of directory entries, read a buffer at a time however wide the
-//     directory; a name per level; at most kCopyLinksRemembered inodes with several links.
+//     (deeper, some are closed and opened again by name, checked, when the walk comes back);
+//     one buffer of directory entries, read a buffer at a time however wide the directory; a
+//     name per level; at most kCopyLinksRemembered inodes with several links.
 // Entries that vanish or are replaced between being listed and being copied are left out and
 // counted (a live volume changes while it is copied). A directory moved away while the walk is
 // inside it is copied on through the descriptors held, as any descriptor-based walk would; when
