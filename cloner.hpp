@@ -384,7 +384,7 @@ class Cloner {
   std::map<std::string, Finished> finished_;  // by volume name, until the claim's sync takes it
   std::string current_, current_claim_, current_source_;  // the copy running: volume, claim, source volume
   std::atomic<bool> cancel_{false};
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};  // written under mu_, also read by the copy
   CloneStats stats_;
   std::thread thread_;
 };
