@@ -93,6 +93,9 @@ inline Action DecideClone(const Config& cfg, const Claim& claim, const StorageCl
                                                "without dataSource, or naming a claim",
                                    false));
   }
+  // Made already (its PV waits for the binding): whatever became of the source since.
+  if (existing != nullptr && existing->claim_ref.uid == claim.meta.uid)
+    return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
   Claim plain = claim;  // the rest is decided as for any claim
   plain.has_data_source = false;
   if (src.copied) {  // whatever became of the source since, the copy is this instance's

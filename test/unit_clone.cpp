@@ -197,3 +197,25 @@ TEST_CASE("node-aware: the source's node makes the clone; a pod scheduled elsewh
   CHECK(missing.retry);
   CHECK_THAT(missing.message, Catch::Contains("does not exist: this claim waits for it"));
 }
+
+TEST_CASE("a clone whose PV is made waits for its binding quietly, whatever became of its source", "[clone]") {
+  StorageClass sc = OurClass();
+  Claim claim = CloneClaim();
+  Source src;
+  Action made = DecideClone(TestConfig(), claim, &sc, nullptr, src.Ref());
+  REQUIRE(made.kind == Action::kProvision);
+  // The source claim deleted once the copy was made: no refusal for a volume that exists.
+  CHECK(DecideClone(TestConfig(), claim, &sc, &made.volume, {}).kind == Action::kNothing);
+  CHECK(DecideClone(TestConfig("n1"), claim, &sc, &made.volume, {}).kind == Action::kNothing);
+  // A PV of that name for another claim is still refused, as for any claim.
+  Volume other = made.volume;
+  other.claim_ref.uid = kSourceUid;
+  Action a = DecideClone(TestConfig(), claim, &sc, &other, src.Ref());
+  REQUIRE(a.kind == Action::kFail);
+  CHECK_THAT(a.message, Catch::Contains("already exists and is not the one this provisioner made for this claim"));
+  // Copied by this instance, the source gone since: the PV is made all the same.
+  Action copied = DecideClone(TestConfig(), claim, &sc, nullptr, {nullptr, nullptr, true});
+  REQUIRE(copied.kind == Action::kProvision);
+  CHECK(copied.source.claim == "apps/db");
+  CHECK(copied.volume.meta.annotations.at(ann::kClonedFrom) == "apps/db");
+}
