@@ -416,7 +416,7 @@ TEST_CASE("a clone deleted during its copy: the copy stops and what was copied g
   REQUIRE(Eventually([&] { return Exists(temp); }, std::chrono::seconds(30)));
   REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/copy").code == 200);
   INFO(p.Log());
-  CHECK(Eventually([&] { return !Exists(temp); }));
+  CHECK(Eventually([&] { return !Exists(temp); }, std::chrono::seconds(180)));
   std::this_thread::sleep_for(std::chrono::seconds(1));
   CHECK(ListDir(c.pv_dir).size() == 1);  // the source's only
   CHECK(c.VolumeOf("copy").empty());
@@ -441,7 +441,7 @@ TEST_CASE("a source deleted during a copy of it is removed only once the copy is
   int files = 0;
   for (int d = 1; d <= 100; ++d) files += static_cast<int>(ListDir(c.DirOf("copy") + "/" + std::to_string(d)).size());
   CHECK(files == 20000);  // whole, though its source went meanwhile
-  CHECK(Eventually([&] { return !Exists(src); }));
+  CHECK(Eventually([&] { return !Exists(src); }, std::chrono::seconds(180)));
 }
 
 TEST_CASE("a copy that does not fit the free space, or the clone's enforced size, is refused and leaves nothing", "[e2e][clone]") {
