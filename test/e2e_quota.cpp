@@ -98,7 +98,8 @@ TEST_CASE("quota true on btrfs with qgroups: the claim's size is a hard limit th
   REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
   const std::string pv = api.Claim("default", "db").get("spec").get("volumeName").to_str();
   const std::string labels = "namespace=\"default\",persistentvolumeclaim=\"db\",persistentvolume=\"" + pv + "\"";
-  REQUIRE(Eventually([&] { return Metric(p, "kubelet_volume_stats_used_bytes", labels) >= static_cast<double>(written); }));
+  const double data = static_cast<double>(written);  // (a structured binding cannot be captured in C++17)
+  REQUIRE(Eventually([&] { return Metric(p, "kubelet_volume_stats_used_bytes", labels) >= data; }));
   CHECK(Metric(p, "kubelet_volume_stats_used_bytes", labels) <= 5.0 * kMiB);
   CHECK(Metric(p, "kubelet_volume_stats_capacity_bytes", labels) == 4.0 * kMiB);
   CHECK(Metric(p, "kubelet_volume_stats_inodes_used", labels) < 0);  // a qgroup counts no inodes
