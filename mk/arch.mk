@@ -64,6 +64,7 @@ $(X_DIR)/test/%: test/%.cpp $(X_DIR)/test/catch_main.o $(HTTPLIB) $(X_DIR)/test/
 # 0, so a bind mount inside a volume looks like part of it, and it has no btrfs ioctls.
 ARCH_QEMU_SKIP_unit_fsops := "~RemoveTree leaves mounts inside a volume alone and reports them"
 ARCH_QEMU_SKIP_unit_quota := "~[btrfs]"
+ARCH_QEMU_SKIP_unit_copy_tree := "~[mount]~[btrfs]"
 
 .PRECIOUS: $(X_DIR)/test/unit_%
 # test/run.sh runs binaries directly and this kernel may have no binfmt handler for ARM: each
