@@ -331,9 +331,10 @@ class Cloner {
   static std::string ExpectedCopy(int src_fd, int dst_fd) {
     struct statfs a {}, b {};
     if (fstatfs(src_fd, &a) != 0 || fstatfs(dst_fd, &b) != 0) return Describe(CopyMethod::kBytes);
+    const unsigned long type = static_cast<unsigned long>(a.f_type);  // int on 32-bit ARM
     const bool same = a.f_type == b.f_type && std::memcmp(&a.f_fsid, &b.f_fsid, sizeof a.f_fsid) == 0;
-    if (same && a.f_type == BTRFS_SUPER_MAGIC) return Describe(CopyMethod::kReflink);
-    if (same && a.f_type == XFS_SUPER_MAGIC) return std::string(Describe(CopyMethod::kReflink)) + " where the filesystem has them";
+    if (same && type == BTRFS_SUPER_MAGIC) return Describe(CopyMethod::kReflink);
+    if (same && type == XFS_SUPER_MAGIC) return std::string(Describe(CopyMethod::kReflink)) + " where the filesystem has them";
     return Describe(CopyMethod::kBytes);
   }
 
