@@ -3,6 +3,11 @@
 // The holder renews the lease every renew period; another candidate takes it over only when it
 // has seen the same lease record unchanged for a whole lease duration (local time, so clock
 // skew between nodes does not matter), or when the holder released it on shutdown.
+// Unlike client-go (whose tryAcquireOrRenew creates a missing lease on every round), only a
+// candidate creates the lease: a holder that finds it gone (deleted, as by an uninstall) has
+// lost it at once, and stops. Re-creating it there would leave it behind an uninstall whose
+// Role goes right after (the pod can no longer release it), and the next install's create of
+// it then fails with AlreadyExists.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -59,21 +64,27 @@ class LeaderElector {
     return false;
   }
 
-  // Renews on a thread every retry period; if no renewal succeeds for renew_deadline, calls
-  // on_lost once (the caller must stop acting as leader: we exit).
+  // Renews on a thread every retry period; if no renewal succeeds for renew_deadline, or at
+  // once if the lease is gone (deleted), calls on_lost once (the caller must stop acting as
+  // leader: we exit). Leading() is false from then on.
   void StartRenewing(std::function<void()> on_lost) {
     renewer_ = std::thread([this, on_lost] {
       auto last_ok = std::chrono::steady_clock::now();
       std::unique_lock<std::mutex> lock(mu_);
       while (!cv_.wait_for(lock, t_.retry_period, [this] { return stop_; })) {
         lock.unlock();
-        Status s = TryAcquireOrRenew();
+        Status s = TryAcquireOrRenew(/*renewing=*/true);
         lock.lock();
         if (s.ok()) {
           last_ok = std::chrono::steady_clock::now();
         } else if (!stop_) {  // (a renewal cut short by StopRenewing is no news)
           LogWarn("renewing lease " + ns_ + "/" + name_ + " failed: " + s.message());
-          if (std::chrono::steady_clock::now() - last_ok > t_.renew_deadline) {
+          const bool gone = s.code() == Status::kNotFound;
+          if (gone || std::chrono::steady_clock::now() - last_ok > t_.renew_deadline) {
+            if (gone) {  // a candidate may create it and lead at once: stop now, release nothing
+              last_written_ms_ = 0;
+              record_.holder.clear();
+            }
             on_lost();
             break;
           }
@@ -131,11 +142,14 @@ class LeaderElector {
         .count();
   }
 
-  // One round: create the lease, renew ours, or take over an expired or released one.
-  // Errors: kConflict "held by X" when someone else holds it, or the API's error.
-  Status TryAcquireOrRenew() {
+  // One round: create the lease (a candidate only), renew ours, or take over an expired or
+  // released one. Errors: kConflict "held by X" when someone else holds it; kNotFound when
+  // `renewing` and the lease is gone (the holder has lost it); or the API's error.
+  Status TryAcquireOrRenew(bool renewing = false) {
     const std::string now = MicroTime();
     Result<Lease> got = api_.GetLease(ns_, name_);
+    if (got.status().code() == Status::kNotFound && renewing)
+      return Status::NotFound("the lease was deleted (an uninstall?): lost; only a candidate creates it");
     if (got.status().code() == Status::kNotFound) {
       Lease lease;
       lease.meta.name = name_;

@@ -191,6 +191,34 @@ TEST_CASE("uninstall, then install at once: the new instance leads without waiti
   CHECK_FALSE(c.BoundDir("after-reinstall").empty());
 }
 
+TEST_CASE("uninstall: a renewal after the Lease is deleted does not make it again; the next install creates it",
+          "[e2e][shutdown]") {
+  Cluster c;
+  auto install = [&] {  // CreateYaml fails on AlreadyExists, as kubectl create does
+    for (const picojson::value& lease : ManifestObjects("Lease")) c.api.CreateYaml(lease.serialize());
+  };
+  install();
+  std::map<std::string, std::string> env = kLeaderElect;
+  env["LEADER_ELECT_LEASE_DURATION"] = "6";  // a renewal every second
+  Provisioner old_pod(c.api, c.pv_dir, env);
+  REQUIRE(Eventually([&] { return Says(old_pod, "became leader"); }));
+  // kubectl delete -f manifests/ deletes the Lease first; the Role, still there, would let a
+  // renewal create it again. The pod has lost the lease: it stops (and would be restarted).
+  for (const picojson::value& lease : ManifestObjects("Lease"))
+    REQUIRE(c.api.Delete(FakeApi::CollectionOf(lease) + "/" + lease.get("metadata").get("name").to_str()).code == 200);
+  int code = -1;
+  REQUIRE(old_pod.process().WaitFor(seconds(60), &code));
+  INFO(old_pod.Log());
+  CHECK(code == 1);
+  CHECK(Says(old_pod, "the lease was deleted"));
+  CHECK(Says(old_pod, "lost the lease: exiting"));
+  for (const picojson::value& lease : ManifestObjects("Lease"))
+    CHECK(c.api.Get(FakeApi::CollectionOf(lease) + "/" + lease.get("metadata").get("name").to_str()).code == 404);
+  install();  // kubectl create -f manifests/ again: no AlreadyExists
+  Provisioner new_pod(c.api, c.pv_dir, env);
+  CHECK(Eventually([&] { return Says(new_pod, "became leader"); }));
+}
+
 TEST_CASE("events the server does not answer do not hold up the exit", "[e2e][shutdown]") {
   Cluster c;
   Provisioner p(c.api, c.pv_dir);

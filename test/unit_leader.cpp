@@ -101,3 +101,27 @@ TEST_CASE("a leader that never renews stops leading at its renew deadline") {
   std::this_thread::sleep_until(acquired + std::chrono::milliseconds(2200));
   CHECK_FALSE(elector.Leading());
 }
+
+// An uninstall deletes the Lease, then the Role: a renewal in between must not make the Lease
+// again (the pod could not release it any more, and the next install's create of the Lease
+// would fail with AlreadyExists). The holder has lost it: it stops leading at once.
+TEST_CASE("a leader whose lease is deleted stops leading at once and leaves no lease behind") {
+  Server s;
+  LeaderElector elector(EndpointOf(s.api), "default", "lease-d", "me", Short());
+  REQUIRE(elector.Init().ok());
+  REQUIRE(elector.Acquire([] { return false; }));  // a candidate creates the missing lease
+  REQUIRE(Admin(s.api, "GET", std::string(kLeases) + "/lease-d").code == 200);
+  std::atomic<bool> lost{false}, leading_when_lost{true};
+  elector.StartRenewing([&] {
+    leading_when_lost = elector.Leading();
+    lost = true;
+  });
+  REQUIRE(Admin(s.api, "DELETE", std::string(kLeases) + "/lease-d").code == 200);
+  // Renewals come every second: within this wait, several of them find the lease gone.
+  for (int i = 0; i < 200 && !lost; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(lost);
+  CHECK_FALSE(leading_when_lost);
+  CHECK_FALSE(elector.Leading());
+  elector.Release();  // as at a stop: nothing to release, nothing made
+  CHECK(Admin(s.api, "GET", std::string(kLeases) + "/lease-d").code == 404);
+}
