@@ -11,6 +11,11 @@
 #include "reconcile.hpp"
 #include "text.hpp"
 
+namespace reason {
+// Normal: the claim to clone is on its way (not Bound yet); the clone is made once it is.
+inline constexpr const char* kWaitForCloneSource = "WaitForCloneSource";
+}  // namespace reason
+
 // A clone is built under this name beside its volume's directory, and renamed to it only when
 // complete: a directory at the volume's path is always a whole copy.
 inline std::string CloneTempName(const std::string& pv_name) { return ".clone-" + pv_name; }
@@ -48,18 +53,29 @@ inline Action Once(Action a) {
   return a;
 }
 
-// Why the source cannot be cloned (yet), or "" when it can. *retry: waiting may help.
-inline std::string SourceProblem(const Config& cfg, const std::string& key, const CloneSource& src, bool* retry) {
+// Why the clone is not made yet: a Normal event when its source is on its way, else a Warning.
+inline Action NotYet(const std::string& problem, bool retry, bool pending) {
+  if (!pending) return reconcile_detail::Fail(reason::kProvisioningFailed, problem, retry);
+  Action a = reconcile_detail::Fail(reason::kWaitForCloneSource, problem, true);
+  a.normal = true;
+  return a;
+}
+
+// Why the source cannot be cloned (yet), or "" when it can. *retry: waiting may help;
+// *pending: the source is on its way (not Bound yet), nothing is wrong.
+inline std::string SourceProblem(const Config& cfg, const std::string& key, const CloneSource& src, bool* retry,
+                                 bool* pending) {
   const std::string the = "the claim to clone, " + key + ", ";
   *retry = true;
+  *pending = false;
   if (src.claim == nullptr) return the + "does not exist: this claim waits for it (or create this claim again with another dataSource)";
   *retry = false;
   if (src.claim->meta.deleting) return the + "is being deleted: create this claim again with another dataSource";
-  *retry = true;
+  *retry = *pending = true;
   if (src.claim->volume_name.empty() || src.claim->phase != "Bound")
     return the + "is not Bound yet (phase " + Or(src.claim->phase, "Pending") + "): this claim waits for it";
   if (src.volume == nullptr) return the + "names volume " + src.claim->volume_name + ", which is not found: this claim waits for it";
-  *retry = false;
+  *retry = *pending = false;
   const std::string by = Annotation(src.volume->meta, ann::kProvisionedBy);
   if (by != cfg.provisioner_name)
     return the + "has volume " + src.volume->meta.name + ", which " + (by.empty() ? "no provisioner made" : "was made by " + by) +
@@ -112,10 +128,10 @@ inline Action DecideClone(const Config& cfg, const Claim& claim, const StorageCl
     const bool wait_for_pod = sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer";
     if (src_node.empty()) {
       // Not known where yet (no source, not bound, not ours): one instance says why.
-      bool retry = true;
-      std::string problem = clone_detail::SourceProblem(cfg, key, src, &retry);
+      bool retry = true, pending = false;
+      std::string problem = clone_detail::SourceProblem(cfg, key, src, &retry, &pending);
       if (problem.empty()) problem = "the claim to clone, " + key + ", has volume " + src.volume->meta.name + ", which names no node";
-      return clone_detail::Once(Fail(failed, problem, retry));
+      return clone_detail::Once(clone_detail::NotYet(problem, retry, pending));
     }
     if (node.empty() && wait_for_pod) return Nothing("waiting for the scheduler to pick a node (WaitForFirstConsumer)");
     if (src_node != cfg.node_name && (node.empty() || node == src_node)) return Nothing("a clone of a volume on node " + src_node);
@@ -130,9 +146,9 @@ inline Action DecideClone(const Config& cfg, const Claim& claim, const StorageCl
     }
     plain.meta.annotations[ann::kNode] = cfg.node_name;  // an Immediate clone: on the source's node, this one
   }
-  bool retry = true;
-  if (std::string problem = clone_detail::SourceProblem(cfg, key, src, &retry); !problem.empty())
-    return Fail(failed, problem, retry);
+  bool retry = true, pending = false;
+  if (std::string problem = clone_detail::SourceProblem(cfg, key, src, &retry, &pending); !problem.empty())
+    return clone_detail::NotYet(problem, retry, pending);
   Action at = reconcile_detail::AtRecomputedPath(cfg, *src.volume, Action::kNothing);
   if (at.kind == Action::kFail) {
     const std::string root = Or(clone_detail::Annotation(src.volume->meta, ann::kPvDir), cfg.pv_dir.c_str());

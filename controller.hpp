@@ -272,9 +272,13 @@ class Controller {
   }
   // A volume changed: a worker looks at it if there is something to do (DecideVolume), or if
   // it is gone (SyncVolume then forgets that it deleted it). Once the cache holds a volume we
-  // made, SyncClaim no longer needs to remember making it.
+  // made, SyncClaim no longer needs to remember making it. Clones that wait for its claim look
+  // again (the claim may be Bound before its volume is in the cache).
   void OnVolume(const std::string& name, const Volume* now) {
     created_.Erase(name);
+    if (now != nullptr && now->has_claim_ref)
+      for (const std::string& waiting : clone_waiters_.Take(now->claim_ref.namespace_ + "/" + now->claim_ref.name))
+        queue_.Add("claim/" + waiting);
     const std::string promised_root = now ? PromisedRoot(*now) : "";
     promises_.Set(name, promised_root, now ? now->capacity_bytes : -1);
     usage_.Track(name, Measured(now));
@@ -492,6 +496,18 @@ class Controller {
     return true;
   }
 
+  // What a clone's sync read of its source: the claim's and its volume's resourceVersions.
+  static std::string CloneSourceSeen(const std::optional<Claim>& c, const std::optional<Volume>& v) {
+    return (c ? c->meta.resource_version : "-") + "/" + (v ? v->meta.resource_version : "-");
+  }
+  // ... and what the caches hold of it now.
+  std::string CloneSourceSeen(const std::string& source_key) const {
+    std::optional<Claim> c = claims_.Get(source_key);
+    std::optional<Volume> v;
+    if (c && !c->volume_name.empty()) v = volumes_.Get(c->volume_name);
+    return CloneSourceSeen(c, v);
+  }
+
   static Involved Of(const Claim& c) {
     return {"PersistentVolumeClaim", c.meta.namespace_, c.meta.name, c.meta.uid, c.meta.resource_version};
   }
@@ -520,9 +536,13 @@ class Controller {
     Action a = DecideClone(cfg_, *claim, sc ? &*sc : nullptr, existing ? &*existing : nullptr,
                            {source_claim ? &*source_claim : nullptr, source_volume ? &*source_volume : nullptr,
                             !source_key.empty() && cloner_.Has(pv_name)});
-    // A clone whose source is not there or not bound yet is looked at again when it binds.
-    if (a.kind == Action::kFail && a.retry && !source_key.empty() && (!source_claim || source_claim->volume_name.empty()))
+    // A clone that may yet be made is looked at again when its source, or the source's volume,
+    // changes (it binds: the claim's volumeName, then its phase; the volume appears). A change
+    // between the reads above and now found no waiter: then it is looked at again at once.
+    if (a.kind == Action::kFail && a.retry && !source_key.empty()) {
       clone_waiters_.Add(source_key, key);
+      if (CloneSourceSeen(source_key) != CloneSourceSeen(source_claim, source_volume)) queue_.Add("claim/" + key);
+    }
     if (a.kind != Action::kNothing && RootMoved("claim/" + key)) return Retry();
     switch (a.kind) {
       case Action::kNothing:
@@ -531,8 +551,14 @@ class Controller {
       case Action::kFail:
         if (a.once) {
           LogDebug(1, "claim " + key + ": " + a.message);
-          recorder_.WarningOnce(Of(*claim), a.reason, a.message);
+          if (a.normal) recorder_.NormalOnce(Of(*claim), a.reason, a.message);
+          if (!a.normal) recorder_.WarningOnce(Of(*claim), a.reason, a.message);
           return Done();
+        }
+        if (a.normal) {
+          LogDebug(1, "claim " + key + ": " + a.message);
+          recorder_.Normal(Of(*claim), a.reason, a.message);
+          return Retry();
         }
         if (a.reschedule) return Reschedule(w, *claim, a.message);
         stats_.provision_failed++;

@@ -53,6 +53,7 @@ struct Action {
   std::string message;      // kFail: event message (why, and what to do)
   bool retry = true;        // kFail: try again after a backoff (false: only when the object changes)
   bool once = false;        // kFail: one event however many instances see it (node-aware mode)
+  bool normal = false;      // kFail: nothing is wrong, the claim waits for what is on its way (a Normal event)
   bool reschedule = false;  // kFail: for good on this node: drop the claim's selected-node
   std::string holder;       // kAdopt: the node named on the volume as the one that acts on it
   // kProvision of a clone (the claim's dataSource names a claim, clone.hpp): what to copy.

@@ -80,6 +80,9 @@ class EventRecorder {
   void WarningOnce(const Involved& obj, const std::string& reason, const std::string& message) {
     Enqueue({obj, "Warning", reason, message, true});
   }
+  void NormalOnce(const Involved& obj, const std::string& reason, const std::string& message) {
+    Enqueue({obj, "Normal", reason, message, true});
+  }
 
  private:
   static constexpr size_t kQueued = 1000;

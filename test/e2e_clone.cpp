@@ -69,6 +69,19 @@ struct Cluster {
       if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) ++n;
     return n;
   }
+  // Events of this type and reason on the claim, as kubectl describe lists them.
+  int Typed(const std::string& claim, const std::string& type, const std::string& reason) {
+    int n = 0;
+    for (const auto& e : api.EventsAbout("default", claim)) n += e.get("type").to_str() == type && e.get("reason").to_str() == reason;
+    return n;
+  }
+  // How many times events whose message holds `part` were recorded (their counts added up).
+  int Times(const std::string& claim, const std::string& part) {
+    int n = 0;
+    for (const auto& e : api.EventsAbout("default", claim))
+      if (e.get("message").to_str().find(part) != std::string::npos) n += static_cast<int>(e.get("count").get<double>());
+    return n;
+  }
   std::string Messages(const std::string& claim) {
     std::string all;
     for (const auto& e : api.EventsAbout("default", claim)) all += e.get("reason").to_str() + ": " + e.get("message").to_str() + "\n";
@@ -209,8 +222,11 @@ TEST_CASE("clone refusals say why, and a clone waits for a source that is not th
   c.api.CreateYaml(ClassYaml("nobody", "Delete", "example.com/none"));
   c.api.CreateYaml(ClaimYaml("default", "unbound", "nobody", "1Gi"));
   c.api.CreateYaml(ClaimYaml("default", "ofunbound", "hostpath", "1Gi", "unbound"));
-  REQUIRE(Eventually([&] { return c.Events("ofunbound", "ProvisioningFailed", "the claim to clone, default/unbound, is not Bound "
+  // Nothing is wrong: a Normal event says so, no Warning.
+  REQUIRE(Eventually([&] { return c.Events("ofunbound", "WaitForCloneSource", "the claim to clone, default/unbound, is not Bound "
                                                                                 "yet (phase Pending): this claim waits for it") > 0; }));
+  CHECK(c.Typed("ofunbound", "Normal", "WaitForCloneSource") == 1);
+  CHECK(c.Typed("ofunbound", "Warning", "ProvisioningFailed") == 0);
 
   // Smaller than its source: the API's rule for clones; not retried.
   c.api.CreateYaml(ClaimYaml("default", "small", "hostpath", "512Mi", "later"));
@@ -251,6 +267,47 @@ TEST_CASE("clone refusals say why, and a clone waits for a source that is not th
                                                                            "provisioner clones only claims") > 0; }));
   for (const char* claim : {"ofunbound", "small", "ofhand", "near", "snap"}) CHECK(Phase(c.api.Claim("default", claim)) == "Pending");
   CHECK(c.api.Denials().empty());
+}
+
+// A clone retried while its source is Pending backs off (0.5 s, 1 s, 2 s...); once its source
+// binds, it must not wait out that backoff. The source is bound by hand, in the steps of the
+// PV controller on a real cluster: the claim's volumeName first, a moment later its volume
+// and its phase (the fake's own PV controller makes these writes back to back). Its class is
+// nobody's, so that it stays Pending until then.
+TEST_CASE("a clone is made as soon as its source binds, however long it waited", "[e2e][clone]") {
+  Cluster c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClassYaml("nobody", "Delete", "example.com/none"));
+  c.api.CreateYaml(ClaimYaml("default", "src", "nobody", "1Gi"));
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "1Gi", "src"));
+  // Six tries (about 15 s): the next would come some 16 s after the last, past the wait below.
+  const std::string waits = "the claim to clone, default/src, is not Bound yet";
+  REQUIRE(Eventually([&] { return c.Times("copy", waits) >= 6; }, std::chrono::seconds(90)));
+
+  const std::string uid = c.api.Claim("default", "src").get("metadata").get("uid").to_str();
+  const std::string pv = "pvc-" + uid, dir = c.pv_dir + "/default-src-" + pv;
+  const int tries = c.Times("copy", waits);
+  REQUIRE(c.api.Call("PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/src",
+                     R"({"spec":{"volumeName":")" + pv + R"("}})", "application/merge-patch+json").code == 200);
+  REQUIRE(Eventually([&] { return c.Times("copy", waits) > tries; }));  // looked at, still Pending
+  // The source's volume, as this provisioner makes one, with what a pod wrote.
+  ::mkdir(dir.c_str(), 0777);
+  WriteFile(dir + "/hello.txt", "written before the clone\n");
+  c.api.CreateYaml("apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: " + pv +
+                   "\n  annotations:\n    pv.kubernetes.io/provisioned-by: hostpath-provisioner.io/hostpath\nspec:\n"
+                   "  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  storageClassName: nobody\n"
+                   "  persistentVolumeReclaimPolicy: Retain\n  hostPath:\n    path: " + dir + "\n    type: Directory\n"
+                   "  claimRef:\n    namespace: default\n    name: src\n    uid: " + uid + "\n");
+  REQUIRE(c.WaitBound("src"));
+  const auto bound = std::chrono::steady_clock::now();
+  // Generous for a busy machine, and still shorter than the backoff the clone was in.
+  const bool made = c.WaitBound("copy", std::chrono::seconds(10));
+  std::printf("clone: source Bound -> clone Bound in %.2f s (after %d tries while Pending)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - bound).count(), c.Times("copy", waits));
+  INFO(c.Messages("copy") << p.Log());
+  REQUIRE(made);
+  CHECK(ReadFile(c.DirOf("copy") + "/hello.txt") == "written before the clone\n");
+  CHECK(c.Typed("copy", "Warning", "ProvisioningFailed") == 0);
 }
 
 TEST_CASE("a source claim being deleted is not cloned", "[e2e][clone]") {

@@ -101,6 +101,7 @@ TEST_CASE("clone refusals: what the user reads, and whether waiting can help", "
     void (*change)(Claim& clone, Source& src, CloneSource& ref);
     const char* message;
     bool retry;
+    bool normal = false;  // a Normal WaitForCloneSource (the source is on its way), not a Warning
   };
   const Case cases[] = {
       {"source missing", [](Claim&, Source&, CloneSource& r) { r = {}; },
@@ -108,9 +109,11 @@ TEST_CASE("clone refusals: what the user reads, and whether waiting can help", "
       {"source being deleted", [](Claim&, Source& s, CloneSource&) { s.claim.meta.deleting = true; },
        "the claim to clone, apps/db, is being deleted: create this claim again with another dataSource", false},
       {"source pending", [](Claim&, Source& s, CloneSource&) { s.claim.phase = "Pending", s.claim.volume_name.clear(); },
-       "the claim to clone, apps/db, is not Bound yet (phase Pending): this claim waits for it", true},
+       "the claim to clone, apps/db, is not Bound yet (phase Pending): this claim waits for it", true, true},
+      {"source binding (volumeName set, phase not yet Bound)", [](Claim&, Source& s, CloneSource&) { s.claim.phase = "Pending"; },
+       "the claim to clone, apps/db, is not Bound yet (phase Pending): this claim waits for it", true, true},
       {"source volume not cached", [](Claim&, Source&, CloneSource& r) { r.volume = nullptr; },
-       "names volume pvc-5a5a5a5a-0000-4000-8000-000000000001, which is not found: this claim waits for it", true},
+       "names volume pvc-5a5a5a5a-0000-4000-8000-000000000001, which is not found: this claim waits for it", true, true},
       {"source not ours", [](Claim&, Source& s, CloneSource&) { s.volume.meta.annotations[ann::kProvisionedBy] = "rancher.io/local-path"; },
        "which was made by rancher.io/local-path: hostpath-provisioner.io/hostpath clones only volumes it made", false},
       {"source made by nobody", [](Claim&, Source& s, CloneSource&) { s.volume.meta.annotations.erase(ann::kProvisionedBy); },
@@ -143,7 +146,8 @@ TEST_CASE("clone refusals: what the user reads, and whether waiting can help", "
     c.change(clone, src, ref);
     Action a = DecideClone(TestConfig(), clone, &sc, nullptr, ref);
     REQUIRE(a.kind == Action::kFail);
-    CHECK(a.reason == reason::kProvisioningFailed);
+    CHECK(a.reason == (c.normal ? reason::kWaitForCloneSource : reason::kProvisioningFailed));
+    CHECK(a.normal == c.normal);
     CHECK_THAT(a.message, Catch::Contains(c.message));
     CHECK(a.retry == c.retry);
     CHECK_FALSE(a.reschedule);
@@ -196,6 +200,16 @@ TEST_CASE("node-aware: the source's node makes the clone; a pod scheduled elsewh
   CHECK(missing.once);
   CHECK(missing.retry);
   CHECK_THAT(missing.message, Catch::Contains("does not exist: this claim waits for it"));
+  CHECK_FALSE(missing.normal);
+  // Not Bound yet: said once too, as a Normal event (nothing is wrong).
+  Source pending("n1");
+  pending.claim.phase = "Pending";
+  pending.claim.volume_name.clear();
+  Action waits = DecideClone(TestConfig("n2"), CloneClaim(), &immediate, nullptr, {&pending.claim, nullptr});
+  REQUIRE(waits.kind == Action::kFail);
+  CHECK(waits.once);
+  CHECK(waits.normal);
+  CHECK(waits.reason == reason::kWaitForCloneSource);
 }
 
 TEST_CASE("a clone whose PV is made waits for its binding quietly, whatever became of its source", "[clone]") {
