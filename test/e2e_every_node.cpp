@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "test/fault_harness.hpp"
 #include "test/nodes_harness.hpp"
 
 using namespace harness;
@@ -213,5 +214,39 @@ TEST_CASE("nodes: all: with the first node retired, the others expand the claim,
   CHECK_FALSE(Exists(n.Root("node-b") + "/" + dir));
   CHECK_FALSE(Exists(n.Root("node-c") + "/" + dir));
   CHECK(Exists(n.Root("node-a") + "/" + dir));  // on the retired node's disk, nobody removed it
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("nodes: all: an instance that cannot hold the volume warns of no missing holder while one lives", "[e2e][every]") {
+  Nodes n;
+  if (!CanShare()) return;
+  n.api->CreateYaml(EveryNodeClass("everywhere", "Delete") + "allowVolumeExpansion: true\n");
+  RegisterAndStart(n, {"node-a", "node-b"});
+  n.Claim("grows", "everywhere");
+  REQUIRE(n.WaitBound("grows"));
+  const std::string pv = n.VolumeOf("grows"), dir = "default-grows-" + pv;
+  REQUIRE(Eventually([&] { return HeldBy(*n.api, pv, {"node-a", "node-b"}); }));
+  // node-c's instance cannot make its directory (a file is in the way): it never holds the
+  // volume. One worker: it takes its keys one after the other (see the end).
+  n.api->RegisterNode("node-c");
+  ::mkdir(n.Root("node-c").c_str(), 0755);
+  WriteFile(n.Root("node-c") + "/" + dir, "in the way\n");
+  n.StartShared("node-c", {{"WORKERS", "1"}});
+  REQUIRE(Eventually([&] { return n.Events(pv, "ProvisioningFailed", "on node node-c") > 0; }));
+  REQUIRE(faults::Control(*n.api, "/fake/reset-requests"));
+
+  REQUIRE(n.api->Call("PATCH", kClaims + std::string("grows"), R"({"spec":{"resources":{"requests":{"storage":"2Gi"}}}})",
+                      "application/merge-patch+json").code == 200);
+  CHECK(Eventually([&] { return n.ClaimJson("grows").get("status").get("capacity").get("storage").to_str() == "2Gi"; }));
+  // node-c asks whether a node that holds it exists (only it asks: the holders expand)...
+  REQUIRE(Eventually([&] {
+    return !faults::Filter(faults::Requests(*n.api), faults::kProvisionerUser, "get", "nodes").empty();
+  }));
+  // ... then takes its next key: a claim for node-c, whose event comes after any about "grows".
+  n.Claim("marker", "hostpath", "hostpath-provisioner.io/node", "node-c");
+  REQUIRE(Eventually([&] { return n.Events("marker", "ProvisioningSucceeded") > 0; }));
+  INFO(n.instances["node-c"]->Log());
+  CHECK(n.Events("grows", "VolumeResizeFailed") == 0);
+  CHECK(n.Events("grows", "VolumeResizeSuccessful") >= 1);
   CHECK(n.api->Denials().empty());
 }

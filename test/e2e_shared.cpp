@@ -82,6 +82,55 @@ TEST_CASE("network share under the DaemonSet: one volume, no node affinity, made
   CHECK(n.api->Denials().empty());
 }
 
+// The instance named on a shared volume is down (its node rebooting), its Node still there:
+// the others leave the volume to it, then take it over once the Node is deleted.
+TEST_CASE("network share: no instance takes a volume over while the node named on it exists; one does once it is gone",
+          "[e2e][shared]") {
+  Nodes n;
+  Tmpfs share(n.tmp.path() + "/share", "4m");
+  if (!share.mounted) return;
+  std::string cls = ReadFile("manifests/classes/network-share.yaml");
+  cls.replace(cls.find("/mnt/share", cls.find("parameters:")), 10, share.dir);
+  n.api->CreateYaml(cls);
+  for (const char* node : {"node-a", "node-b", "node-c"}) {
+    n.api->RegisterNode(node);
+    n.Start(node, {{"ALLOWED_PV_DIRS", share.dir}});
+  }
+  for (auto& [node, p] : n.instances) REQUIRE(Ready(*p));
+  n.api->CreateYaml(ClaimYaml("default", "files", "hostpath-share", "1Mi"));
+  REQUIRE(n.WaitBound("files"));
+  const std::string pv = n.VolumeOf("files"), dir = share.dir + "/default-files-" + pv;
+  const std::string maker = Annotation(n.api->Volume(pv), "hostpath-provisioner.io/node");
+  REQUIRE(n.instances.count(maker) == 1);
+  n.instances[maker]->process().Signal(SIGTERM);
+  n.instances[maker]->process().Wait();
+  REQUIRE(faults::Control(*n.api, "/fake/reset-requests"));
+  REQUIRE(n.api->Delete(kClaims + std::string("files")).code == 200);
+  // The two others ask whether the maker's Node exists, each again after a backoff: by the
+  // fourth question, each has finished at least one look (or one took the volume over).
+  auto asked = [&] {
+    int count = 0;
+    for (const auto& q : faults::Filter(faults::Requests(*n.api), faults::kProvisionerUser, "get", "nodes"))
+      count += q.name == maker;
+    return count;
+  };
+  auto named = [&] {
+    picojson::value v = n.api->Volume(pv);
+    return v.is<picojson::object>() ? Annotation(v, "hostpath-provisioner.io/node") : "(no volume)";
+  };
+  REQUIRE(Eventually([&] { return asked() >= 4 || named() != maker; }, std::chrono::seconds(60)));
+  CHECK(named() == maker);
+  CHECK(Phase(n.api->Volume(pv)) == "Released");
+  CHECK(Exists(dir));
+  CHECK(n.Events(pv, "NodeDeleted") == 0);
+
+  REQUIRE(n.api->Delete("/api/v1/nodes/" + maker).code == 200);
+  CHECK(Eventually([&] { return !n.api->Volume(pv).is<picojson::object>(); }, std::chrono::seconds(60)));
+  CHECK_FALSE(Exists(dir));
+  CHECK(n.Events(pv, "NodeDeleted", "node " + maker + " no longer exists") == 1);
+  CHECK(n.api->Denials().empty());
+}
+
 TEST_CASE("orphan scan: a directory another instance made, its PV create held back, is kept", "[e2e][shared]") {
   Nodes n;
   const std::string root = n.tmp.path() + "/share";
