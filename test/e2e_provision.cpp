@@ -75,7 +75,7 @@ TEST_CASE("a claim of the bundled class is bound to a new PV with its directory"
   CHECK(Phase(pv) == "Bound");
   CHECK(pv.get("metadata").get("annotations").get("pv.kubernetes.io/provisioned-by").to_str() ==
         "hostpath-provisioner.io/hostpath");
-  CHECK(pv.get("spec").get("capacity").get("storage").to_str() == "1Gi");
+  CHECK(pv.get("spec").get("capacity").get("storage").to_str() == "64Mi");  // the example claim's size
   CHECK(pv.get("spec").get("persistentVolumeReclaimPolicy").to_str() == "Delete");
   CHECK(pv.get("spec").get("storageClassName").to_str() == "hostpath");
   CHECK(pv.get("spec").get("hostPath").get("type").to_str() == "Directory");

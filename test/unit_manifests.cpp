@@ -426,6 +426,8 @@ TEST_CASE("the examples parse: a claim, a pod that mounts it and a clone of it",
   CHECK(Str(spec.get("storageClassName")) == Str(source->get("spec").get("storageClassName")));
   CHECK(Str(spec.get("resources").get("requests").get("storage")) ==
         Str(source->get("spec").get("resources").get("requests").get("storage")));
+  // Small: "Try it" makes both on a root that may have little free space.
+  CHECK(Str(source->get("spec").get("resources").get("requests").get("storage")) == "64Mi");
 }
 
 TEST_CASE("the StorageClass names the default provisioner and a valid reclaim policy; the example claim uses it", "[manifests]") {
