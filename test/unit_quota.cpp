@@ -374,6 +374,30 @@ TEST_CASE("project IDs: volumes made at once never share one; one still charged 
   CHECK(ids.count(next->id) == 0);
 }
 
+TEST_CASE("project IDs: a volume under a root in an administrator's project gets an ID and a limit of its own",
+          "[quota][project]") {
+  TestFs fs("ext4-ids", "ext4", kExt4Features, "prjquota");
+  REQUIRE_MOUNTED(fs);
+  // The administrator's project 42 on the root, with the inherit flag: what is made in the root
+  // starts in project 42.
+  REQUIRE(mkdir((fs.dir + "/admin").c_str(), 0755) == 0);
+  Root root = OpenRoot(fs.dir + "/admin");
+  REQUIRE(ProbeQuota(root).method == QuotaMethod::kProject);
+  REQUIRE(quota_detail::SetProjectOf(root.fd(), 42) == 0);
+  QuotaLimits limits(root);
+  Result<QuotaId> made = limits.Make(QuotaMethod::kProject, "vol", 0777, 1000, 1000, 2 * kMiB, "admin-vol");
+  INFO(made.status().message());
+  REQUIRE(made.ok());
+  CHECK(made->id != 42);
+  CHECK(made->id >= static_cast<uint64_t>(quota_detail::kFirstProjectId));
+  CHECK(ProjectOf(fs.dir + "/admin/vol") == made->id);
+  CHECK(ProjectOf(fs.dir + "/admin") == 42);  // the administrator's, untouched
+  StoppedAt(fs.dir + "/admin/vol/data", 2 * kMiB);
+  if_dqblk admin {};
+  REQUIRE(quota_detail::GetProject(root.fd(), 42, &admin) == 0);
+  CHECK(admin.dqb_bhardlimit == 0);  // no limit of ours on the administrator's project
+}
+
 TEST_CASE("project quotas not mounted: the probe says which mount option is missing", "[quota][project]") {
   TestFs ext4("ext4-noprj", "ext4", kExt4Features, "");
   TestFs xfs("xfs-noprj", "xfs", "", "");
