@@ -231,6 +231,26 @@ TEST_CASE("removal takes a subvolume volume and the subvolumes inside it, but ne
   CHECK_FALSE(Exists(fs.dir + "/vol/mine"));
 }
 
+TEST_CASE("btrfs: a usage walk counts a subvolume made inside a volume, but not a mount", "[quota][btrfs]") {
+  LoopFs fs(Scratch("btrfs-walk"), "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  Root root = OpenRoot(fs.dir);
+  REQUIRE(root.MakeDir("vol", 0777).ok());
+  REQUIRE(harness::MakeSubvolumeAsUser(fs.dir + "/vol", "inner") == 0);
+  REQUIRE(Fill(fs.dir + "/vol/inner/data", 2 * kMiB).second == 0);
+  harness::Tmpfs mount(fs.dir + "/vol/mounted", "4M");
+  REQUIRE(mount.mounted);
+  REQUIRE(LoopFs::Sh("head -c 2097152 /dev/zero > " + mount.dir + "/other") == 0);
+  Result<UsageWalk> walk = UsageWalk::Begin(root, "vol");
+  REQUIRE(walk.ok());
+  while (!walk->Step(1000)) {
+  }
+  INFO(walk->count().bytes << " bytes");
+  CHECK(walk->count().bytes >= 2 * kMiB);
+  CHECK(walk->count().bytes < 3 * kMiB);
+  CHECK(walk->count().skipped == 1);  // the mount
+}
+
 TEST_CASE("tmpfs cannot enforce a size, and the probe says so", "[quota]") {
   harness::Tmpfs t(Scratch("tmpfs"), "4M");
   if (!t.mounted) return;
