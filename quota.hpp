@@ -387,8 +387,8 @@ class QuotaLimits {
     return QuotaId{QuotaMethod::kProject, project};
   }
 
-  // Bytes charged to a btrfs volume's qgroup: 1/id (the volume and the subvolumes inside it
-  // that were found, each extent once), or 0/id for a volume made before there was 1/id. What
+  // Bytes charged to a btrfs volume's qgroup: 1/id (the volume and the subvolumes found inside
+  // it, each extent once), or 0/id while none has been found. What
   // its limit is held against, data and metadata, as of the last transaction commit (at most
   // 30 s old by default). Read from sysfs (Linux 5.9+), which needs no privilege; kNotFound
   // without it.
