@@ -19,6 +19,10 @@ inline constexpr const char* kWaitForCloneSource = "WaitForCloneSource";
 // A clone is built under this name beside its volume's directory, and renamed to it only when
 // complete: a directory at the volume's path is always a whole copy.
 inline std::string CloneTempName(const std::string& pv_name) { return ".clone-" + pv_name; }
+// A file beside a complete clone from just before its rename into place until its PV is made:
+// then a directory at the volume's path that no PV names is a copy nobody has used, which the
+// orphan scan may remove once its claim is gone (any other such directory may be data).
+inline std::string CloneUnclaimedName(const std::string& pv_name) { return ".cloned-" + pv_name; }
 // Is `dir` (a name in a root) a clone's temporary directory? Then the PV name it is for.
 inline std::string CloneTempFor(const std::string& dir) {
   const std::string prefix = ".clone-";

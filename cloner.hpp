@@ -8,7 +8,10 @@
 // How one tree is copied, and what is never crossed or followed, is copy_tree.hpp's.
 #pragma once
 #include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
 #include <linux/magic.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
@@ -24,7 +27,9 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "btrfs_qgroup.hpp"
 #include "clone.hpp"
 #include "copy_tree.hpp"
 #include "log.hpp"
@@ -140,8 +145,9 @@ class Cloner {
 
   const CloneStats& stats() const { return stats_; }
 
-  // Removes a temporary directory left by a copy cut short, with the limit it was made under
-  // (read from the directory: nothing else names it, and no pod ever mounted it).
+  // Removes a clone's directory that no pod ever mounted (a temporary one left by a copy cut
+  // short, or an unclaimed complete one), with the limit it was made under (read from the
+  // directory: nothing else names it).
   static Status RemoveTemp(const Root& root, const std::string& temp) {
     struct stat st {};
     if (fstatat(root.fd(), temp.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return Status::Ok();
@@ -219,7 +225,7 @@ class Cloner {
       fsops_detail::Fd made(openat(dst.fd(), temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       s = made.get() < 0 ? PosixError("open " + dst.path() + "/" + temp, errno) : Fits(made.get(), dst, f.made.quota, a.request_bytes);
     }
-    if (s.ok()) s = Publish(dst, temp, a.dir_name);
+    if (s.ok()) s = Publish(dst, temp, a.dir_name, a.volume.meta.name);
     f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!s.ok()) {
       LogDebug(1, "clone " + a.volume.meta.name + ": " + s.message());
@@ -250,8 +256,12 @@ class Cloner {
     return Status::Ok();
   }
 
-  // A btrfs subvolume source, into a root on the same btrfs: a snapshot, then its limit.
-  // kInvalid (f->result.method unchanged) when a snapshot cannot be made: then it is copied.
+  // A btrfs subvolume source, into a root on the same btrfs: a snapshot, then its limit, set
+  // explicitly (btrfs copies the source's onto it): the clone's own size where its class
+  // enforces one, else none. Subvolumes nested in the source are empty directories in a
+  // snapshot: they are named in f->result (CloneSkipped). kInvalid (f->result.method not
+  // kSnapshot) when a snapshot cannot be made, or its copied limit cannot be cleared: then it
+  // is copied.
   Status Snapshot(int src_fd, const Root& dst, const std::string& temp, const Action& a, Finished* f) {
     QuotaSupport support;
     if (a.quota != "false") {
@@ -263,12 +273,34 @@ class Cloner {
     }
     if (Status s = SnapshotSubvolume(src_fd, dst.fd(), temp); !s.ok()) return s;
     f->result.method = CopyMethod::kSnapshot;
-    if (support.method != QuotaMethod::kBtrfs) return Status::Ok();
+    NameNested(src_fd, &f->result);
     QuotaLimits limits(dst);
     Result<QuotaId> q = limits.Of(temp);
     if (!q.ok()) return q.status();
+    if (support.method != QuotaMethod::kBtrfs) {
+      Status cleared = limits.ClearLimit(*q, temp);
+      if (cleared.ok()) return cleared;
+      f->result = CopyResult{};  // copied instead, into a plain directory
+      if (Status r = RemoveTemp(dst, temp); !r.ok()) return r;
+      return Status::Invalid(cleared.message());
+    }
     f->made.quota = *q;
-    return limits.SetLimit(*q, temp, static_cast<uint64_t>(a.request_bytes));
+    return limits.LimitNew(*q, temp, static_cast<uint64_t>(a.request_bytes));
+  }
+
+  // The subvolumes nested in the snapshot's source `src_fd`, named in *r (or counted, where
+  // the provisioner may not look up their names: without CAP_SYS_ADMIN).
+  static void NameNested(int src_fd, CopyResult* r) {
+    btrfs_ioctl_ino_lookup_args lookup {};
+    lookup.objectid = BTRFS_FIRST_FREE_OBJECTID;
+    std::vector<btrfs_qgroup::Nested> nested;
+    if (ioctl(src_fd, BTRFS_IOC_INO_LOOKUP, &lookup) == 0 && btrfs_qgroup::ListNested(src_fd, lookup.treeid, &nested).ok()) {
+      for (const auto& n : nested)
+        if (r->skipped_subvolumes.size() < kCopyMountsNamed) r->skipped_subvolumes.push_back(n.path);
+      r->skipped_subvolume_count = nested.size();
+      return;
+    }
+    btrfs_qgroup::CountChildren(src_fd, &r->skipped_subvolume_count);
   }
 
   // A source that outgrew its size (made without a limit) makes a clone over its own limit when
@@ -338,12 +370,30 @@ class Cloner {
     return Describe(CopyMethod::kBytes);
   }
 
-  // The complete copy takes the volume's name (never over an existing one).
-  static Status Publish(const Root& dst, const std::string& temp, const std::string& name) {
-    if (renameat2(dst.fd(), temp.c_str(), dst.fd(), name.c_str(), RENAME_NOREPLACE) != 0)
-      return PosixError("rename " + dst.path() + "/" + temp + " to " + name, errno);
+  // The complete copy takes the volume's name (never over an existing one), marked as not yet
+  // named by a PV (CloneUnclaimedName) until Claimed.
+  static Status Publish(const Root& dst, const std::string& temp, const std::string& name, const std::string& pv) {
+    const std::string mark = CloneUnclaimedName(pv);
+    fsops_detail::Fd fd(openat(dst.fd(), mark.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (fd.get() < 0) return PosixError("make " + dst.path() + "/" + mark, errno);
+    if (renameat2(dst.fd(), temp.c_str(), dst.fd(), name.c_str(), RENAME_NOREPLACE) != 0) {
+      const int e = errno;
+      unlinkat(dst.fd(), mark.c_str(), 0);
+      return PosixError("rename " + dst.path() + "/" + temp + " to " + name, e);
+    }
     return Status::Ok();
   }
+
+ public:
+  // Volume `pv`'s PV is made: its clone is one a claim uses (see Publish).
+  static void Claimed(const Root& root, const std::string& pv) { unlinkat(root.fd(), CloneUnclaimedName(pv).c_str(), 0); }
+  // Is the directory of volume `pv` a complete clone that no PV has named yet?
+  static bool Unclaimed(const Root& root, const std::string& pv) {
+    struct stat st {};
+    return fstatat(root.fd(), CloneUnclaimedName(pv).c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+  }
+
+ private:
 
   Finished& Failed(Finished& f, Status s) {
     f.status = std::move(s);
@@ -360,18 +410,27 @@ class Cloner {
     LogInfo("cloned " + job.a.source.claim + " into " + job.a.volume.meta.name + ": " + what + " in " + secs);
     recorder_->Normal(job.claim, reason::kCloned, "copied " + job.a.source.claim + " into " + job.a.volume.meta.name + ": " +
                                                       what + ", in " + secs);
-    if (r.skipped_special == 0 && r.skipped_mount_count == 0) return;
-    std::string message = "not copied from " + job.a.source.claim + ":";
+    if (r.skipped_special == 0 && r.skipped_mount_count == 0 && r.skipped_subvolume_count == 0) return;
     auto count = [](uint64_t n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); };
+    auto names = [](const std::vector<std::string>& named, uint64_t all) {
+      std::string list;
+      for (size_t i = 0; i < named.size(); ++i) list += (i ? ", " : "") + named[i];
+      return all > named.size() && !named.empty() ? list + ", ..." : list;
+    };
+    std::vector<std::string> parts;
     if (r.skipped_special)
-      message += " " + count(r.skipped_special, "socket, FIFO or device node", "sockets, FIFOs or device nodes") +
-                 " (a copy cannot hold them);";
-    if (r.skipped_mount_count) {
-      message += " " + count(r.skipped_mount_count, "mount point", "mount points") +
-                 " inside it, whose contents are another filesystem's (";
-      for (size_t i = 0; i < r.skipped_mounts.size(); ++i) message += (i ? ", " : "") + r.skipped_mounts[i];
-      message += r.skipped_mount_count > r.skipped_mounts.size() ? ", ...)" : ")";
-    }
+      parts.push_back(count(r.skipped_special, "socket, FIFO or device node", "sockets, FIFOs or device nodes") +
+                      " (a copy cannot hold them)");
+    if (r.skipped_mount_count)
+      parts.push_back(count(r.skipped_mount_count, "mount point", "mount points") + " inside it, whose contents are another filesystem's (" +
+                      names(r.skipped_mounts, r.skipped_mount_count) + ")");
+    if (r.skipped_subvolume_count)
+      parts.push_back(count(r.skipped_subvolume_count, "btrfs subvolume", "btrfs subvolumes") + " made inside it, whose contents are " +
+                      "not in the clone (" + (r.method == CopyMethod::kSnapshot ? "each is an empty directory there" : "left out") +
+                      (r.skipped_subvolumes.empty() ? "" : ": " + names(r.skipped_subvolumes, r.skipped_subvolume_count)) +
+                      "): copy them in by hand if the clone needs them");
+    std::string message = "not copied from " + job.a.source.claim + ":";
+    for (size_t i = 0; i < parts.size(); ++i) message += (i ? "; " : " ") + parts[i];
     recorder_->Warning(job.claim, reason::kCloneSkipped, message);
   }
 

@@ -422,6 +422,16 @@ class Controller {
           LogInfo("removed half-made clone " + root->path() + "/" + d + ": its claim is gone");
         continue;
       }
+      if (Cloner::Unclaimed(*root, pv)) {  // a complete copy (a crash before its PV) whose claim went since
+        if (Status s = Cloner::RemoveTemp(*root, d); !s.ok()) {
+          LogWarn("unclaimed clone " + root->path() + "/" + d + " kept for now: " + s.message());
+        } else {
+          Cloner::Claimed(*root, pv);
+          LogInfo("removed unclaimed clone " + root->path() + "/" + d + ": a complete copy whose PersistentVolume " + pv +
+                  " was never made, and its claim is gone");
+        }
+        continue;
+      }
       Status s = root->RemoveIfEmpty(d);
       if (s.ok()) {
         LogInfo("removed orphaned directory " + root->path() + "/" + d + ": empty, and no PersistentVolume " + pv +
@@ -679,7 +689,9 @@ class Controller {
     }
     Result<Roots::Ref> root = roots_->Get(a.root);
     if (!root.ok()) return ProvisionFailed(w, claim, "cannot use " + a.root + ": " + root.status().message());
-    return CreateVolume(w, claim, a, **root, f.made, start, method);
+    Outcome o = CreateVolume(w, claim, a, **root, f.made, start, method);
+    if (created_.Contains(a.volume.meta.name)) Cloner::Claimed(**root, a.volume.meta.name);  // its PV is made
+    return o;
   }
 
   // The copy failed (it removed what it had copied). Retried, except where only a claim made

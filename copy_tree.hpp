@@ -10,8 +10,9 @@
 //     openat(O_DIRECTORY | O_NOFOLLOW) relative to its parent's descriptor and checked to be the
 //     directory that was stat'ed (device, inode); files are opened O_NOFOLLOW | O_NONBLOCK (a
 //     FIFO swapped in does not block) and checked likewise; symlinks are read, never followed;
-//   - an entry on another mount (device or mount id differs from the source's: a nested btrfs
-//     subvolume too) is not entered, and is named in skipped_mounts;
+//   - an entry on another mount (device or mount id differs from the source's) is not entered,
+//     and is named in skipped_mounts; a btrfs subvolume nested in the source (another device,
+//     the same mount) is left out too, and named in skipped_subvolumes;
 //   - nothing outside the destination is written: entries are made with mkdirat, symlinkat,
 //     linkat and openat(O_CREAT | O_EXCL | O_NOFOLLOW) relative to descriptors of directories
 //     the copier made itself, never renamed in (a project quota on the destination counts them);
@@ -80,6 +81,8 @@ struct CopyResult {
   uint64_t skipped_special = 0;    // sockets, FIFOs, block/char devices: not copied
   std::vector<std::string> skipped_mounts;  // first kCopyMountsNamed, relative to the source
   uint64_t skipped_mount_count = 0;         // all of them
+  std::vector<std::string> skipped_subvolumes;  // btrfs subvolumes inside: first kCopyMountsNamed
+  uint64_t skipped_subvolume_count = 0;         // all of them
   uint64_t vanished = 0;  // entries gone or replaced between being listed and copied: left out
 };
 
@@ -211,7 +214,7 @@ class TreeCopier {
       return Fail("stat", name, errno);
     }
     const fsops_detail::DirId id = fsops_detail::DirIdOf(sx);
-    if (!fsops_detail::SameMount(id, src_id_)) return SkipMount(name);
+    if (!fsops_detail::SameMount(id, src_id_)) return fsops_detail::OnMountOf(id, src_id_) ? SkipSubvolume(name) : SkipMount(name);
     Status s;
     switch (sx.stx_mode & S_IFMT) {
       case S_IFDIR: s = EnterDir(name, sx); break;
@@ -231,6 +234,12 @@ class TreeCopier {
   Status SkipMount(const std::string& name) {
     if (result_.skipped_mounts.size() < kCopyMountsNamed) result_.skipped_mounts.push_back(Rel(name));
     ++result_.skipped_mount_count;
+    return Status::Ok();
+  }
+
+  Status SkipSubvolume(const std::string& name) {
+    if (result_.skipped_subvolumes.size() < kCopyMountsNamed) result_.skipped_subvolumes.push_back(Rel(name));
+    ++result_.skipped_subvolume_count;
     return Status::Ok();
   }
 
@@ -454,7 +463,7 @@ inline bool OnBtrfs(int fd) {
 // top of this file. Regular files, directories and symlinks (as links) are copied with owner,
 // mode (set-ID and sticky bits too), times in nanoseconds, xattrs and ACLs, holes kept, hard
 // links kept as links (the first opt.links_remembered inodes); sockets, FIFOs and devices are
-// counted and left out, as are mounts and nested subvolumes. Each file is reflinked (FICLONE)
+// counted and left out; mounts and nested btrfs subvolumes are left out and named. Each file is reflinked (FICLONE)
 // while the filesystem allows; once refused, the rest is copied byte by byte.
 // Errors name the path relative to the source and keep the errno (ENOSPC, EDQUOT: does not
 // fit). Once *opt.cancel turns true, stops within one entry or kChunkBytes: kCanceled. On any

@@ -9,7 +9,9 @@
 //   - directories are entered only with openat(O_DIRECTORY | O_NOFOLLOW), so a symlink is never
 //     followed, not even one swapped in between two of our calls;
 //   - everything else is removed with unlinkat(), which removes a link, never its target;
-//   - a directory on another mount (st_dev or mount id differs) is never entered;
+//   - a directory on another mount (the root of a mount, or its mount id differs; st_dev only on
+//     kernels that report neither) is never entered; a btrfs subvolume on the same mount is
+//     no mount: it is emptied, and rmdir then removes it (Linux 4.18+);
 //   - the only rename moves a directory within the volume being removed (deep trees, see
 //     TreeRemover); the only path through /proc/self/fd names a descriptor we hold.
 // POSIX (plus Linux statx/renameat2) only. Errors are Status values; errno becomes a Status or
@@ -122,21 +124,26 @@ class Fd {
   int fd_ = -1;
 };
 
-// Identity of an open directory: device, inode, mode and (when the kernel reports it) the id
-// of the mount it belongs to. The mount id tells a bind mount of the same filesystem apart,
-// which st_dev alone cannot.
+// Identity of an open directory: device, inode, mode and (when the kernel reports them) the id
+// of the mount it belongs to and whether it is the root of a mount. The mount id tells a bind
+// mount of the same filesystem apart, which st_dev alone cannot.
 struct DirId {
   dev_t dev = 0;
   ino_t ino = 0;
   mode_t mode = 0;
   uint64_t mnt = 0;
   bool has_mnt = false;
+  bool mount_root = false;      // STATX_ATTR_MOUNT_ROOT (Linux 5.8)
+  bool has_mount_root = false;  // ... which this kernel reports
 };
 
 // The identity statx found (asked for at least STATX_TYPE | STATX_MODE | STATX_INO | STATX_MNT_ID).
 inline DirId DirIdOf(const struct statx& sx) {
   const bool has_mnt = (sx.stx_mask & STATX_MNT_ID) != 0;
-  return DirId{makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mode, has_mnt ? sx.stx_mnt_id : 0, has_mnt};
+  DirId id{makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mode, has_mnt ? sx.stx_mnt_id : 0, has_mnt};
+  id.has_mount_root = (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) != 0;
+  id.mount_root = id.has_mount_root && (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+  return id;
 }
 
 // Fills *id for the open descriptor fd. Returns 0 or an errno value.
@@ -160,6 +167,16 @@ inline bool SameMount(const DirId& a, const DirId& b) {
   return a.dev == b.dev && (!a.has_mnt || !b.has_mnt || a.mnt == b.mnt);
 }
 
+// Is `entry`, found inside the directory tree of `top`, on top's mount, not the root of another
+// one? Told by the kernel's mark for the root of a mount and by mount ids, not by st_dev: a
+// btrfs subvolume has a device number of its own, yet is no mount point (a tenant can make one
+// in its volume). Only where the kernel reports neither (before Linux 5.8) does st_dev decide,
+// and a subvolume counts as another mount.
+inline bool OnMountOf(const DirId& entry, const DirId& top) {
+  if (entry.has_mount_root) return !entry.mount_root && (!entry.has_mnt || !top.has_mnt || entry.mnt == top.mnt);
+  return SameMount(entry, top);
+}
+
 // Is the open directory `fd` (identity `dir`), found in `parent`, the root of a btrfs
 // subvolume on the parent's mount? A subvolume has a device number of its own but is no mount
 // point: a volume made as one (quota.hpp) is walked and removed like any volume directory,
@@ -174,7 +191,7 @@ inline bool IsSubvolumeIn(const DirId& parent, const DirId& dir, int fd) {
 // Opens the directory `name` inside parent_fd without following a symlink. When permission
 // is denied (not root, mode 000) and the directory is on the mount `mount`, it makes the
 // directory 0700 and opens it again. That goes through an O_PATH descriptor of the very
-// directory (O_NOFOLLOW: never a symlink's target; the mount checked: never the root of a
+// directory (O_NOFOLLOW: never a symlink's target; OnMountOf checked: never the root of a
 // filesystem mounted there) and /proc/self/fd, as glibc's fchmodat(AT_SYMLINK_NOFOLLOW) does.
 // Returns 0 or an errno value; ELOOP or ENOTDIR mean `name` is not a directory (any more).
 inline int OpenDirAt(int parent_fd, const std::string& name, const DirId& mount, Fd* out) {
@@ -184,7 +201,7 @@ inline int OpenDirAt(int parent_fd, const std::string& name, const DirId& mount,
     Fd path(openat(parent_fd, name.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (path.get() < 0) return errno;
     DirId id;
-    if (GetDirId(path.get(), &id) != 0 || !SameMount(id, mount)) return EACCES;
+    if (GetDirId(path.get(), &id) != 0 || !OnMountOf(id, mount)) return EACCES;
     std::string proc = "/proc/self/fd/" + std::to_string(path.get());
     if (chmod(proc.c_str(), 0700) != 0) return EACCES;
     fd = openat(path.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -358,7 +375,7 @@ class TreeRemover {
     }
     if (err != 0) return PosixError("open " + where, err);
     if ((err = GetDirId(vol.get(), &vol_id_)) != 0) return PosixError("stat " + where, err);
-    if (!SameMount(root_id, vol_id_) && !IsSubvolumeIn(root_id, vol_id_, vol.get())) {
+    if (!OnMountOf(vol_id_, root_id) && !IsSubvolumeIn(root_id, vol_id_, vol.get())) {
       return Status::Error("remove " + where + ": it is a mount point; left alone");
     }
     MakeUsable(vol.get(), vol_id_);
@@ -448,7 +465,7 @@ class TreeRemover {
   void EnterDir(const std::string& name, Fd child) {
     DirId id;
     if (int err = GetDirId(child.get(), &id)) return FailEntry(name, ErrnoText(err));
-    if (!SameMount(id, vol_id_)) return FailEntry(name, "mount point, left alone");
+    if (!OnMountOf(id, vol_id_)) return FailEntry(name, "mount point, left alone");
     MakeUsable(child.get(), id);
     const int depth = static_cast<int>(frames_.size());
     if (depth >= max_open_dirs_) {
@@ -669,9 +686,9 @@ class Root {
   // fsops_detail::TreeRemover for the walk):
   //  - never follows a symlink: a symlink (also one at `name` itself) is removed as a link,
   //    its target untouched; hard links are unlinked, their other names untouched;
-  //  - never crosses a mount point (st_dev or mount id differs from the volume directory's):
-  //    a mount inside is left alone and reported; a volume directory that is itself a mount
-  //    point is left alone entirely;
+  //  - never crosses a mount point (fsops_detail::OnMountOf): a mount inside is left alone and
+  //    reported; a volume directory that is itself a mount point is left alone entirely; btrfs
+  //    subvolumes inside (no mount points) are removed like directories;
   //  - iterative, at most max_open_dirs directories open at once (>= 2), linear time in the
   //    size of the tree however deep;
   //  - copes with directories of mode 000 and read-only files, also when not root;

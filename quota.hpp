@@ -3,7 +3,9 @@
 //    inherit flag, so that everything made inside is charged to it), and the project a hard
 //    block limit, set with quotactl_fd on the root (Linux 5.14+), so that no block device node
 //    is needed in the provisioner's pod.
-//  - btrfs: the directory is a subvolume, and its qgroup has a limit on referenced bytes.
+//  - btrfs: the directory is a subvolume ID, and its qgroup 0/ID has a limit on referenced
+//    bytes. Once subvolumes a tenant made inside it are found (HoldNested), the limit moves to
+//    a level-1 qgroup 1/ID that holds 0/ID and theirs (btrfs_qgroup.hpp says how btrfs behaves).
 // Nothing here turns quotas on: where they are off, the error says how the administrator does
 // it. Filesystem layer: no Kubernetes types. Hand-written: no Debian library wraps these calls.
 #pragma once
@@ -24,7 +26,9 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "btrfs_qgroup.hpp"
 #include "fsops.hpp"
 #include "status.hpp"
 #include "text.hpp"
@@ -273,17 +277,17 @@ class QuotaLimits {
     return QuotaId{QuotaMethod::kProject, *id};
   }
 
-  // Sets the volume's limit to `bytes` (rounded up to whole blocks), e.g. when it grows.
+  // Sets the volume's limit to `bytes` (rounded up to whole blocks), e.g. when it grows. btrfs:
+  // on 1/ID where there is one (with 0/ID in it), else on 0/ID.
   Status SetLimit(const QuotaId& q, const std::string& name, uint64_t bytes) const {
     if (q.method == QuotaMethod::kBtrfs) {
       fsops_detail::Fd dir(Open(name));
       if (dir.get() < 0) return Posix("open", name, errno);
-      btrfs_ioctl_qgroup_limit_args limit {};
-      limit.qgroupid = 0;  // the subvolume of the descriptor
-      limit.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
-      limit.lim.max_rfer = quota_detail::RoundUp(bytes, BlockSize());
-      if (ioctl(dir.get(), BTRFS_IOC_QGROUP_LIMIT, &limit) != 0)
-        return Posix("set the qgroup limit of", name, errno, errno == ENOTCONN ? "btrfs quotas are off (btrfs quota enable)" : "");
+      const uint64_t rounded = quota_detail::RoundUp(bytes, BlockSize());
+      uint64_t unused = 0;
+      if (ReadQgroup(btrfs_qgroup::Level1(q.id), "max_referenced", &unused).ok()) return LimitLevel1(q.id, name, rounded);
+      if (int e = btrfs_qgroup::Limit(root_.fd(), q.id, rounded); e != 0)
+        return Posix("set the qgroup limit of", name, e, e == ENOTCONN ? "btrfs quotas are off (btrfs quota enable)" : "");
       return Status::Ok();
     }
     if_dqblk d {};
@@ -294,15 +298,65 @@ class QuotaLimits {
     return Status::Ok();
   }
 
+  // A btrfs volume just made or snapshotted, whose ID a removed subvolume may have had: its
+  // limit set as SetLimit does, after a 1/ID left by that one is destroyed.
+  Status LimitNew(const QuotaId& q, const std::string& name, uint64_t bytes) const {
+    btrfs_qgroup::CreateQgroup(root_.fd(), btrfs_qgroup::Level1(q.id), false);  // a stale one: no members
+    return SetLimit(q, name, bytes);
+  }
+
+  // A btrfs snapshot made for a volume whose size is not enforced: the limit btrfs copied from
+  // its source is cleared. Ok when quotas are off (nothing to clear).
+  Status ClearLimit(const QuotaId& q, const std::string& name) const {
+    if (q.method != QuotaMethod::kBtrfs) return Status::Ok();
+    int e = btrfs_qgroup::Limit(root_.fd(), q.id, btrfs_qgroup::kNoLimit);
+    if (e == 0 || e == ENOTCONN) return Status::Ok();
+    return Posix("clear the qgroup limit that the snapshot " + name + " inherited", "", e);
+  }
+
+  // The subvolumes a tenant made inside btrfs volume `q` (see btrfs_qgroup.hpp) that were not
+  // yet under its limit are put there, and returned in *added (none when the volume has no
+  // limit). The first one found moves the limit from 0/ID to 1/ID. Needs CAP_SYS_ADMIN.
+  Status HoldNested(const QuotaId& q, const std::string& name, std::vector<btrfs_qgroup::Nested>* added) const {
+    added->clear();
+    if (q.method != QuotaMethod::kBtrfs) return Status::Ok();
+    std::vector<btrfs_qgroup::Nested> nested;
+    if (Status s = btrfs_qgroup::ListNested(root_.fd(), q.id, &nested); !s.ok()) return s.Wrap(root_.path() + "/" + name);
+    if (nested.empty()) return Status::Ok();
+    uint64_t own = 0, group = 0;
+    if (!ReadQgroup(btrfs_qgroup::Level1(q.id), "max_referenced", &group).ok() || group == 0) {
+      if (!ReadQgroup(q.id, "max_referenced", &own).ok() || own == 0) return Status::Ok();  // not limited
+      if (Status s = LimitLevel1(q.id, name, own); !s.ok()) return s;
+    }
+    for (const btrfs_qgroup::Nested& n : nested) {
+      bool is_new = false;
+      if (int e = btrfs_qgroup::Assign(root_.fd(), n.id, btrfs_qgroup::Level1(q.id), &is_new); e != 0)
+        return Posix("put the subvolume " + n.path + " under the limit of", name, e);
+      if (is_new) added->push_back(n);
+    }
+    return Status::Ok();
+  }
+
+  // The IDs of the subvolumes inside btrfs volume `q`, for Release after its removal (none for
+  // any other, or when they cannot be listed).
+  std::vector<uint64_t> NestedIds(const QuotaId& q) const {
+    std::vector<uint64_t> ids;
+    std::vector<btrfs_qgroup::Nested> nested;
+    if (q.method == QuotaMethod::kBtrfs && btrfs_qgroup::ListNested(root_.fd(), q.id, &nested).ok())
+      for (const auto& n : nested) ids.push_back(n.id);
+    return ids;
+  }
+
   // After the volume's directory is gone: its project's limits are cleared, so that the ID
-  // can serve again once nothing is charged to it (a btrfs qgroup goes with its subvolume, or
-  // later if the filesystem still counts the removed data: then it is left, harmless).
-  Status Release(const QuotaId& q) const {
+  // can serve again once nothing is charged to it. btrfs: its qgroups (0/ID, 1/ID, and those of
+  // the subvolumes that were inside, `nested`) are destroyed where btrfs lets them go at once;
+  // the rest go with their subvolumes once the cleaner has freed them (Linux 6.10+), or stay,
+  // harmless (a 1/ID left over is made afresh if the ID serves again: LimitNew).
+  Status Release(const QuotaId& q, const std::vector<uint64_t>& nested = {}) const {
     if (q.method == QuotaMethod::kBtrfs) {
-      btrfs_ioctl_qgroup_create_args destroy {};
-      destroy.create = 0;
-      destroy.qgroupid = q.id;
-      ioctl(root_.fd(), BTRFS_IOC_QGROUP_CREATE, &destroy);
+      for (uint64_t id : nested) btrfs_qgroup::CreateQgroup(root_.fd(), id, false);
+      btrfs_qgroup::CreateQgroup(root_.fd(), q.id, false);
+      btrfs_qgroup::CreateQgroup(root_.fd(), btrfs_qgroup::Level1(q.id), false);
       return Status::Ok();
     }
     if_dqblk d {};
@@ -333,22 +387,14 @@ class QuotaLimits {
     return QuotaId{QuotaMethod::kProject, project};
   }
 
-  // Bytes charged to a btrfs subvolume's qgroup (0/id): what its limit is held against, data
-  // and the subvolume's own metadata, as of the last transaction commit (at most 30 s old by
-  // default). Read from sysfs (Linux 5.9+), which needs no privilege; kNotFound without it.
+  // Bytes charged to a btrfs volume's qgroup: 1/id (the volume and the subvolumes found inside
+  // it, each extent once), or 0/id while none has been found. What
+  // its limit is held against, data and metadata, as of the last transaction commit (at most
+  // 30 s old by default). Read from sysfs (Linux 5.9+), which needs no privilege; kNotFound
+  // without it.
   Status QgroupUsage(uint64_t id, uint64_t* bytes) const {
-    std::string err;
-    const std::string sys = quota_detail::BtrfsSysDir(root_.fd(), &err);
-    if (sys.empty()) return Status::Error(err);
-    const std::string file = sys + "/qgroups/0_" + std::to_string(id) + "/referenced";
-    FILE* f = std::fopen(file.c_str(), "re");
-    if (f == nullptr) return Status(Status::kNotFound, "cannot read " + file + ": " + std::strerror(errno), errno);
-    unsigned long long v = 0;
-    const bool read = std::fscanf(f, "%llu", &v) == 1;
-    std::fclose(f);
-    if (!read) return Status::Error(file + " does not hold a number");
-    *bytes = v;
-    return Status::Ok();
+    if (ReadQgroup(btrfs_qgroup::Level1(id), "referenced", bytes).ok()) return Status::Ok();
+    return ReadQgroup(id, "referenced", bytes);
   }
 
   // Bytes and inodes charged to project `id` (ext4, XFS).
@@ -401,8 +447,11 @@ class QuotaLimits {
     if (!Root::ValidName(name)) return Status::Invalid("invalid directory name \"" + name + "\"");
     btrfs_ioctl_vol_args_v2 args {};
     std::snprintf(args.name, sizeof args.name, "%s", name.c_str());
-    if (ioctl(root_.fd(), BTRFS_IOC_SUBVOL_CREATE_V2, &args) != 0 && errno != EEXIST)
-      return Posix("create the btrfs subvolume", name, errno);
+    bool fresh = true;
+    if (ioctl(root_.fd(), BTRFS_IOC_SUBVOL_CREATE_V2, &args) != 0) {
+      if (errno != EEXIST) return Posix("create the btrfs subvolume", name, errno);
+      fresh = false;
+    }
     fsops_detail::Fd dir(Open(name));
     if (dir.get() < 0) return Posix("open", name, errno);
     struct stat st {};
@@ -416,8 +465,43 @@ class QuotaLimits {
       return Posix("chown", name, errno);
     if (fchmod(dir.get(), static_cast<mode_t>(mode)) != 0) return Posix("chmod", name, errno);
     QuotaId q{QuotaMethod::kBtrfs, lookup.treeid};
-    if (Status s = SetLimit(q, name, bytes); !s.ok()) return s;
+    if (Status s = fresh ? LimitNew(q, name, bytes) : SetLimit(q, name, bytes); !s.ok()) return s;
     return q;
+  }
+
+  // A number in the sysfs folder of qgroup `qgroupid` (level/id, as btrfs_qgroup::Level1 makes).
+  Status ReadQgroup(uint64_t qgroupid, const char* what, uint64_t* value) const {
+    std::string err;
+    const std::string sys = quota_detail::BtrfsSysDir(root_.fd(), &err);
+    if (sys.empty()) return Status::Error(err);
+    const std::string file = sys + "/qgroups/" + std::to_string(qgroupid >> BTRFS_QGROUP_LEVEL_SHIFT) + "_" +
+                             std::to_string(qgroupid & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)) + "/" + what;
+    FILE* f = std::fopen(file.c_str(), "re");
+    if (f == nullptr) return Status(Status::kNotFound, "cannot read " + file + ": " + std::strerror(errno), errno);
+    unsigned long long v = 0;
+    const bool read = std::fscanf(f, "%llu", &v) == 1;
+    std::fclose(f);
+    if (!read) return Status::Error(file + " does not hold a number");
+    *value = v;
+    return Status::Ok();
+  }
+
+  // The limit of btrfs volume `id`, `bytes` (rounded), on 1/id with 0/id in it; 0/id unlimited
+  // (a snapshot would copy it). Assigning a 0/id that shares extents (a snapshot clone) starts
+  // a rescan of the filesystem's qgroups (btrfs_qgroup::Assign).
+  Status LimitLevel1(uint64_t id, const std::string& name, uint64_t bytes) const {
+    const char* off = "btrfs quotas are off (btrfs quota enable)";
+    const uint64_t group = btrfs_qgroup::Level1(id);
+    if (int e = btrfs_qgroup::CreateQgroup(root_.fd(), group, true); e != 0 && e != EEXIST)
+      return Posix("make the qgroup 1/" + std::to_string(id) + " of", name, e, e == ENOTCONN ? off : "");
+    bool added = false;
+    if (int e = btrfs_qgroup::Assign(root_.fd(), id, group, &added); e != 0)
+      return Posix("put the qgroup 0/" + std::to_string(id) + " in 1/" + std::to_string(id) + " for", name, e);
+    if (int e = btrfs_qgroup::Limit(root_.fd(), group, bytes); e != 0)
+      return Posix("set the qgroup limit of", name, e, e == ENOTCONN ? off : "");
+    if (int e = btrfs_qgroup::Limit(root_.fd(), id, btrfs_qgroup::kNoLimit); e != 0)
+      return Posix("clear the limit of the qgroup 0/" + std::to_string(id) + " of", name, e);
+    return Status::Ok();
   }
 
   int Open(const std::string& name) const { return openat(root_.fd(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC); }

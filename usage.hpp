@@ -42,6 +42,7 @@
 
 namespace reason {
 inline constexpr const char* kVolumeOverCapacity = "VolumeOverCapacity";
+inline constexpr const char* kNestedSubvolume = "NestedSubvolume";  // Warning: found, and put under the limit
 }  // namespace reason
 
 constexpr size_t kUsageBatch = 1000;                             // entries walked between pauses
@@ -349,6 +350,7 @@ class UsageScanner {
       if (added) it->second = (*root)->FilesystemMounted();
       if (!it->second.ok()) return Unmeasured(name, "requireMount: " + it->second.message());
     }
+    if (t->quota.method == QuotaMethod::kBtrfs) HoldNested(**root, *t);
     if (auto counted = UsageFromQuota(**root, *t)) {
       IdleWalker::Outcome o;
       o.count = counted->first;
@@ -363,6 +365,25 @@ class UsageScanner {
       LogDebug(1, "volume " + name + ": " + std::to_string(o.count.skipped) +
                       " entries not counted (other mounts, unreadable, too deep, or replaced while walked)");
     Publish(name, *t, o);
+  }
+
+  // Subvolumes a tenant made inside an enforced btrfs volume escape its limit until found:
+  // each pass puts those found since under it (QuotaLimits::HoldNested), and says so on the claim.
+  void HoldNested(const Root& root, const UsageTarget& t) {
+    QuotaLimits limits(root);
+    Result<QuotaId> q = AgreedQuota(limits, t.dir_name, t.quota);
+    std::vector<btrfs_qgroup::Nested> added;
+    Status s = q.ok() ? limits.HoldNested(*q, t.dir_name, &added) : q.status();
+    if (!s.ok()) LogDebug(1, "claim " + t.namespace_ + "/" + t.claim + ": subvolumes inside not checked: " + s.message());
+    if (added.empty()) return;
+    std::string names;
+    for (const auto& n : added) names += (names.empty() ? "" : ", ") + n.path + " (subvolume " + std::to_string(n.id) + ")";
+    const std::string message =
+        "btrfs subvolume" + std::string(added.size() == 1 ? "" : "s") + " made inside the volume: " + names +
+        "; now held to the volume's size" + (t.capacity_bytes >= 0 ? " of " + HumanBytes(static_cast<uint64_t>(t.capacity_bytes)) : "") +
+        " with it (writes there were not limited until the usage scan found " + (added.size() == 1 ? "it" : "them") + ")";
+    LogWarn("claim " + t.namespace_ + "/" + t.claim + ": " + message);
+    recorder_->Warning({"PersistentVolumeClaim", t.namespace_, t.claim, t.claim_uid, ""}, reason::kNestedSubvolume, message);
   }
 
   // The volume's figures are unknown now: none exported (rather than stale ones).

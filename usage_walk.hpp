@@ -5,9 +5,10 @@
 //     parent's descriptor, and checked to be the directory that was counted (device, inode);
 //   - entries are looked at with statx(AT_SYMLINK_NOFOLLOW): a symlink counts as itself and is
 //     never followed;
-//   - an entry on another mount (device or mount id differs from the volume directory's) is
-//     neither counted nor entered, as du -x skips it; a volume directory that is itself a
-//     mount point is not walked at all.
+//   - an entry on another mount (fsops_detail::OnMountOf: the root of a mount, or another mount
+//     id) is neither counted nor entered, as du -x skips it; a volume directory that is itself
+//     a mount point is not walked at all. A btrfs subvolume a tenant made inside (another
+//     device, the same mount) is counted: its space is the volume's.
 // Bounded: at most kUsageOpenDirs descriptors open (deeper, the lowest are closed and opened
 // again by name, as above, when the walk comes back to them), one buffer of directory entries,
 // a name per level (directories deeper than kUsageMaxDepth are counted, not entered), and at
@@ -23,8 +24,8 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -98,10 +99,11 @@ class UsageWalk {
     UsageWalk w;
     uint64_t blocks = 0, links = 0;
     if (int err = usage_detail::StatEntry(fd.get(), "", &w.vol_id_, &blocks, &links)) return PosixError("stat " + where, err);
-    if (!SameMount(root_id, w.vol_id_) && !fsops_detail::IsSubvolumeIn(root_id, w.vol_id_, fd.get())) return Status::Error(where + " is a mount point; not walked");
+    if (!fsops_detail::OnMountOf(w.vol_id_, root_id) && !fsops_detail::IsSubvolumeIn(root_id, w.vol_id_, fd.get()))
+      return Status::Error(where + " is a mount point; not walked");
     w.count_.bytes = blocks * 512;
     w.count_.inodes = 1;
-    w.frames_.push_back(Frame{name, w.vol_id_.ino, std::move(fd)});
+    w.frames_.push_back(Frame{name, w.vol_id_.ino, w.vol_id_.dev, std::move(fd)});
     w.buf_ = std::make_unique<char[]>(kBufBytes);
     return Result<UsageWalk>(std::move(w));
   }
@@ -150,6 +152,7 @@ class UsageWalk {
   struct Frame {
     std::string name;  // inside the frame below (frame 0: inside the root)
     ino_t ino = 0;
+    dev_t dev = 0;
     fsops_detail::Fd fd;  // -1 while closed (too many open)
     off_t cookie = 0;     // d_off of the last entry taken from it
     bool seek = false;    // the buffer was given away: seek to cookie before reading again
@@ -182,21 +185,22 @@ class UsageWalk {
       if (err != ENOENT) Skip();  // ENOENT: removed since it was listed
       return;
     }
-    if (!fsops_detail::SameMount(id, vol_id_)) {  // a mount point, or a file mounted over
+    if (!fsops_detail::OnMountOf(id, vol_id_)) {  // a mount point, or a file mounted over
       Skip();
       return;
     }
     const bool dir = S_ISDIR(id.mode);
-    if (!dir && links > 1 && !FirstLink(id.ino)) return;
+    if (!dir && links > 1 && !FirstLink(id.dev, id.ino)) return;
     count_.bytes += blocks * 512;
     ++count_.inodes;
     if (dir) Enter(name, id);
   }
 
   // Is this the first name seen of an inode with several links? Past the bound, every name is.
-  bool FirstLink(ino_t ino) {
-    if (links_.count(ino)) return false;
-    if (links_.size() < kUsageLinksRemembered) links_.insert(ino);
+  bool FirstLink(dev_t dev, ino_t ino) {
+    const std::pair<dev_t, ino_t> key{dev, ino};  // inode numbers repeat in btrfs subvolumes
+    if (links_.count(key)) return false;
+    if (links_.size() < kUsageLinksRemembered) links_.insert(key);
     return true;
   }
 
@@ -211,23 +215,23 @@ class UsageWalk {
       if (errno != ENOENT) Skip();  // replaced by a file or symlink since the stat, or unreadable
       return;
     }
-    if (!Same(child.get(), id.ino)) {
+    if (!Same(child.get(), id.dev, id.ino)) {
       Skip();
       return;
     }
     frames_.back().seek = true;
     pos_ = len_ = 0;
-    frames_.push_back(Frame{name, id.ino, std::move(child)});
+    frames_.push_back(Frame{name, id.ino, id.dev, std::move(child)});
     // Keep at most kUsageOpenDirs open: frame 0 and the top ones. Closed ones lie just above 0.
     size_t open = 0;
     for (size_t i = frames_.size() - 1; i >= 1 && frames_[i].fd.get() >= 0; --i) ++open;
     if (open >= kUsageOpenDirs) frames_[frames_.size() - open].fd.Reset();
   }
 
-  // Is the open directory fd the directory `ino` on the volume's mount?
-  bool Same(int fd, ino_t ino) const {
+  // Is the open directory fd the directory (dev, ino) on the volume's mount?
+  bool Same(int fd, dev_t dev, ino_t ino) const {
     fsops_detail::DirId got;
-    return fsops_detail::GetDirId(fd, &got) == 0 && got.ino == ino && fsops_detail::SameMount(got, vol_id_);
+    return fsops_detail::GetDirId(fd, &got) == 0 && got.ino == ino && got.dev == dev && fsops_detail::OnMountOf(got, vol_id_);
   }
 
   // The top frame was closed: opens it again, and the closed frames below it, by name from
@@ -240,7 +244,7 @@ class UsageWalk {
     for (; i <= top; ++i) {
       Frame& f = frames_[i];
       f.fd = fsops_detail::Fd(usage_detail::OpenDirNoFollow(frames_[i - 1].fd.get(), f.name.c_str()));
-      if (f.fd.get() < 0 || !Same(f.fd.get(), f.ino)) {
+      if (f.fd.get() < 0 || !Same(f.fd.get(), f.dev, f.ino)) {
         Skip();
         frames_.resize(i);
         frames_.back().seek = true;
@@ -269,7 +273,7 @@ class UsageWalk {
   std::vector<Frame> frames_;
   std::unique_ptr<char[]> buf_;
   size_t pos_ = 0, len_ = 0;  // the unread part of buf_, the top frame's
-  std::unordered_set<ino_t> links_;
+  std::set<std::pair<dev_t, ino_t>> links_;
   UsageCount count_;
   bool done_ = false;
 };

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "fsops.hpp"
 #include "quota.hpp"
@@ -79,14 +80,16 @@ inline Status GrowVolumeDir(const Root& root, const std::string& dir_name, const
 }
 
 // Removes a volume's directory (Root::RemoveTree, which stops early, kCanceled, once *cancel is
-// set), then releases the limit it was made under.
+// set; btrfs subvolumes a tenant made inside go with it), then releases the limit it was made
+// under, and theirs.
 inline Status RemoveVolumeDir(const Root& root, const std::string& dir_name, const QuotaId& recorded,
                               const std::atomic<bool>* cancel = nullptr) {
   QuotaLimits limits(root);
   Result<QuotaId> q = recorded.method == QuotaMethod::kNone ? Result<QuotaId>(QuotaId{}) : AgreedQuota(limits, dir_name, recorded);
+  const std::vector<uint64_t> nested = q.ok() ? limits.NestedIds(*q) : std::vector<uint64_t>{};
   if (Status s = root.RemoveTree(dir_name, cancel); !s.ok()) return s;
   // Gone already (an earlier attempt), or the two disagreed: no limit is touched. The ID stays
   // limited and unused, so it is never handed out again: a leak of one ID, never a collision.
   if (!q.ok() || q->method == QuotaMethod::kNone) return Status::Ok();
-  return limits.Release(*q);
+  return limits.Release(*q, nested);
 }

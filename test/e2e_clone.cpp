@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <string>
 
+#include "test/fault_harness.hpp"
 #include "test/harness.hpp"
 #include "test/loopfs.hpp"
 #include "test/nodes_harness.hpp"
@@ -544,4 +545,118 @@ TEST_CASE("a copy that does not fit the free space, or the clone's enforced size
   CHECK(Phase(c.api.Claim("default", "copy")) == "Pending");
   CHECK(ListDir(fs.dir).size() == 1);
   CHECK(LoopFs::Sh("btrfs subvolume list " + fs.dir + " | grep -q clone") != 0);
+}
+
+namespace {
+
+// A btrfs root with qgroups, and classes that enforce a size ("limited", as the Cluster's
+// "hostpath"), "maybe" (quota auto) and "free" (quota false), all of which may grow.
+struct BtrfsClasses {
+  TempDir t;
+  LoopFs fs{(::chmod(t.path().c_str(), 0755), t.path() + "/pv"), "btrfs", "300M"};
+  std::unique_ptr<Cluster> c;
+  BtrfsClasses() {
+    if (!fs.mounted) return;
+    REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+    c = std::make_unique<Cluster>(fs.dir, "  quota: \"true\"\n");
+    for (const auto& [name, quota] : {std::pair<const char*, const char*>{"limited", "true"}, {"maybe", "auto"}, {"free", "false"}})
+      c->api.CreateYaml(ClassYaml(name, "Delete", "hostpath-provisioner.io/hostpath", std::string("  quota: \"") + quota + "\"\n") +
+                        "allowVolumeExpansion: true\n");
+  }
+};
+
+}  // namespace
+
+TEST_CASE("btrfs: a snapshot clone names each subvolume nested in its source in CloneSkipped", "[e2e][clone][btrfs][nested]") {
+  BtrfsClasses b;
+  REQUIRE_MOUNTED(b.fs);
+  Cluster& c = *b.c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "limited", "16Mi"));
+  REQUIRE(c.WaitBound("src"));
+  const std::string src = c.DirOf("src");
+  REQUIRE(Fill(src + "/top", kMiB).second == 0);
+  REQUIRE(MakeSubvolumeAsUser(src, "inner") == 0);
+  REQUIRE(MakeSubvolumeAsUser(src + "/inner", "deeper") == 0);
+  REQUIRE(Fill(src + "/inner/data", kMiB).second == 0);
+  c.api.CreateYaml(ClaimYaml("default", "copy", "limited", "16Mi", "src"));
+  REQUIRE(c.WaitBound("copy"));
+  INFO(c.Messages("copy") << p.Log());
+  CHECK(c.PvAnnotation("copy", "hostpath-provisioner.io/clone-method") == "btrfs snapshot");
+  CHECK(c.Events("copy", "CloneSkipped", "2 btrfs subvolumes made inside it, whose contents are not in the clone") == 1);
+  CHECK(c.Events("copy", "CloneSkipped", ": inner, inner/deeper)") == 1);
+  CHECK(Exists(c.DirOf("copy") + "/top"));
+  CHECK_FALSE(Exists(c.DirOf("copy") + "/inner/data"));
+}
+
+TEST_CASE("btrfs: a snapshot clone's limit is its own class's: none, or its own size for true and auto, raised as it grows",
+          "[e2e][clone][btrfs]") {
+  BtrfsClasses b;
+  REQUIRE_MOUNTED(b.fs);
+  Cluster& c = *b.c;
+  Provisioner p(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "limited", "8Mi"));
+  REQUIRE(c.WaitBound("src"));
+  REQUIRE(Fill(c.DirOf("src") + "/data", 4 * kMiB).second == 0);
+  c.api.CreateYaml(ClaimYaml("default", "free", "free", "8Mi", "src"));
+  c.api.CreateYaml(ClaimYaml("default", "grown", "limited", "8Mi", "src"));
+  c.api.CreateYaml(ClaimYaml("default", "auto", "maybe", "24Mi", "src"));
+  REQUIRE(c.WaitBound("free"));
+  REQUIRE(c.WaitBound("grown"));
+  REQUIRE(c.WaitBound("auto"));
+  INFO(c.Messages("free") << c.Messages("grown") << c.Messages("auto") << p.Log());
+  for (const char* clone : {"free", "grown", "auto"})
+    CHECK(c.PvAnnotation(clone, "hostpath-provisioner.io/clone-method") == "btrfs snapshot");
+
+  // quota "false": no limit at all, not the source's 8 MiB.
+  auto [free_written, free_err] = Fill(c.DirOf("free") + "/more", 64 * kMiB);
+  CHECK(free_err == 0);
+  CHECK(free_written == 64 * kMiB);
+  CHECK(c.PvAnnotation("free", "hostpath-provisioner.io/quota").empty());
+
+  // quota "true", grown to 64Mi: writes go past the 8 MiB it was made with.
+  REQUIRE(c.api.Call("PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/grown",
+                     R"({"spec":{"resources":{"requests":{"storage":"64Mi"}}}})", "application/merge-patch+json")
+              .code == 200);
+  REQUIRE(Eventually([&] { return c.Events("grown", "VolumeResizeSuccessful") > 0; }));
+  auto [grown_written, grown_err] = Fill(c.DirOf("grown") + "/more", 32 * kMiB);
+  CHECK(grown_err == 0);
+  CHECK(grown_written == 32 * kMiB);
+
+  // quota "auto": its own 24Mi, not the source's 8 MiB, and not unlimited.
+  auto [auto_written, auto_err] = Fill(c.DirOf("auto") + "/more", 12 * kMiB);
+  CHECK(auto_err == 0);
+  CHECK(auto_written == 12 * kMiB);
+  auto [over, over_err] = Fill(c.DirOf("auto") + "/over", 64 * kMiB);
+  CHECK(over_err == EDQUOT);
+  CHECK(4 * kMiB + auto_written + over <= 24 * kMiB);
+  CHECK(c.PvAnnotation("auto", "hostpath-provisioner.io/quota").rfind("btrfs subvolume ", 0) == 0);
+}
+
+TEST_CASE("a complete clone whose PV was never made (a crash) goes once its claim is gone", "[e2e][clone]") {
+  Cluster c;
+  auto p = std::make_unique<Provisioner>(c.api, c.pv_dir);
+  c.api.CreateYaml(ClaimYaml("default", "src", "hostpath", "1Gi"));
+  REQUIRE(c.WaitBound("src"));
+  REQUIRE(Sh("echo data > '" + c.DirOf("src") + "/file'") == 0);
+  REQUIRE(faults::Inject(c.api, {"create", "persistentvolumes", 500, 100000}));
+  c.api.CreateYaml(ClaimYaml("default", "copy", "hostpath", "1Gi", "src"));
+  const std::string uid = c.api.Claim("default", "copy").get("metadata").get("uid").to_str();
+  const std::string dir = c.pv_dir + "/default-copy-pvc-" + uid;
+  REQUIRE(Eventually([&] { return Exists(dir + "/file"); }));  // renamed into place: complete
+  ::kill(p->process().pid(), SIGKILL);
+  p->process().Wait();
+  REQUIRE(c.VolumeOf("copy").empty());
+  REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/copy").code == 200);
+  REQUIRE(faults::Control(c.api, "/fake/clear-faults"));
+  // Data no claim wants, in a directory no PV ever named: not to be confused with a Retain
+  // volume whose PV was deleted, whose data stays.
+  const std::string kept = c.pv_dir + "/default-kept-pvc-00000000-0000-0000-0000-000000000001";
+  REQUIRE(Sh("mkdir '" + kept + "' && echo mine > '" + kept + "/file'") == 0);
+  p = std::make_unique<Provisioner>(c.api, c.pv_dir);
+  INFO(p->Log());
+  REQUIRE(Eventually([&] { return !Exists(dir); }));
+  CHECK(Exists(c.DirOf("src") + "/file"));
+  CHECK(Exists(kept + "/file"));
+  CHECK(ListDir(c.pv_dir).size() == 2);  // the source's and the kept one: no marker left either
 }

@@ -206,3 +206,101 @@ TEST_CASE("quota true without the SYS_ADMIN capability: the event says which ins
   CHECK(ListDir(fs.dir).empty());
   CHECK(Phase(api.Claim("default", "db")) == "Pending");
 }
+
+namespace {
+
+// The subvolume ID of the directory at `path` ("" when it is none).
+std::string SubvolumeId(const std::string& path) {
+  std::string out;
+  if (FILE* f = ::popen(("btrfs inspect-internal rootid '" + path + "' 2>/dev/null").c_str(), "r")) {
+    char buf[64];
+    while (std::fgets(buf, sizeof buf, f) != nullptr) out += buf;
+    ::pclose(f);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == ' ')) out.pop_back();
+  return out;
+}
+
+// Is the qgroup `id` ("0/257") on the filesystem at `dir`?
+bool HasQgroup(const std::string& dir, const std::string& id) {
+  return LoopFs::Sh("btrfs qgroup show " + dir + " 2>/dev/null | grep -q '^" + id + " '") == 0;
+}
+
+}  // namespace
+
+TEST_CASE("btrfs: a subvolume a tenant makes in its volume comes under the volume's limit, counted, named in a Warning",
+          "[e2e][quota][nested]") {
+  Btrfs b(true);
+  REQUIRE_MOUNTED(b.fs);
+  FakeApi& api = *b.api;
+  Provisioner p(api, b.fs.dir, {{"USAGE_SCAN_INTERVAL", "1"}});
+  api.CreateYaml(ClaimYaml("default", "db", "limited", "8Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound"; }));
+  const std::string dir = VolumeDir(api, "db");
+  // As the pod's user: no privilege needed. Until the provisioner notices, writes in it are
+  // not held to the volume's limit.
+  REQUIRE(MakeSubvolumeAsUser(dir, "mine") == 0);
+  REQUIRE(MakeSubvolumeAsUser(dir + "/mine", "deeper") == 0);
+  auto [early, err1] = Fill(dir + "/mine/early", 4 * kMiB);
+  REQUIRE(err1 == 0);
+  INFO(p.Log());
+  REQUIRE(Eventually([&] { return HasEvent(api, "db", "NestedSubvolume", "mine/deeper"); }, std::chrono::seconds(60)));
+  CHECK(HasEvent(api, "db", "NestedSubvolume", "mine ("));
+  // Now the volume's 8 MiB hold the volume and both subvolumes together.
+  auto [more, err2] = Fill(dir + "/mine/deeper/more", 64 * kMiB);
+  INFO("wrote " << early << " + " << more << " bytes");
+  CHECK(err2 == EDQUOT);
+  CHECK(early + more <= 8 * kMiB);
+  auto [top, err3] = Fill(dir + "/top", 64 * kMiB);
+  CHECK(err3 == EDQUOT);
+  CHECK(early + more + top <= 8 * kMiB);
+  // The usage counts what is in the subvolumes.
+  REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
+  const std::string pv = api.Claim("default", "db").get("spec").get("volumeName").to_str();
+  const std::string labels = "namespace=\"default\",persistentvolumeclaim=\"db\",persistentvolume=\"" + pv + "\"";
+  const double inside = static_cast<double>(early + more);
+  REQUIRE(Eventually([&] { return Metric(p, "kubelet_volume_stats_used_bytes", labels) >= inside; }));
+  // Growing the claim raises the limit of all three.
+  REQUIRE(AskFor(api, "db", "32Mi").code == 200);
+  REQUIRE(Eventually([&] { return HasEvent(api, "db", "VolumeResizeSuccessful", ""); }));
+  auto [grown, err4] = Fill(dir + "/mine/grown", 8 * kMiB);
+  CHECK(err4 == 0);
+  CHECK(grown == 8 * kMiB);
+}
+
+TEST_CASE("btrfs: deleting a volume removes the subvolumes a tenant made in it, and their qgroups; a mount is never entered",
+          "[e2e][quota][nested]") {
+  Btrfs b(true);
+  REQUIRE_MOUNTED(b.fs);
+  FakeApi& api = *b.api;
+  const std::string root = b.fs.dir;
+  Provisioner p(api, root);  // the usage scan (60 s) has not seen the subvolumes: the removal finds them
+  api.CreateYaml(ClaimYaml("default", "db", "limited", "8Mi"));
+  api.CreateYaml(ClaimYaml("default", "other", "limited", "8Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound" && Phase(api.Claim("default", "other")) == "Bound"; }));
+  const std::string dir = VolumeDir(api, "db"), other = VolumeDir(api, "other");
+  const std::string other_pv = api.Claim("default", "other").get("spec").get("volumeName").to_str();
+  REQUIRE(MakeSubvolumeAsUser(dir, "mine") == 0);
+  REQUIRE(MakeSubvolumeAsUser(dir + "/mine", "deeper") == 0);
+  REQUIRE(Fill(dir + "/mine/a", kMiB).second == 0);
+  REQUIRE(Fill(dir + "/mine/deeper/b", kMiB).second == 0);
+  const std::string mine = SubvolumeId(dir + "/mine"), deeper = SubvolumeId(dir + "/mine/deeper");
+  REQUIRE(!mine.empty());
+  REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
+  REQUIRE(HasQgroup(root, "0/" + mine));
+  // A real mount inside the other volume (the same filesystem, bound there): never entered.
+  REQUIRE(LoopFs::Sh("mkdir -p " + root + "/elsewhere " + other + "/mnt && echo keep > " + root + "/elsewhere/keep && mount --bind " +
+                     root + "/elsewhere " + other + "/mnt") == 0);
+
+  REQUIRE(api.Delete(kClaims + std::string("db")).code == 200);
+  REQUIRE(api.Delete(kClaims + std::string("other")).code == 200);
+  INFO(p.Log());
+  REQUIRE(Eventually([&] { return !Exists(dir); }, std::chrono::seconds(60)));
+  // btrfs drops a removed subvolume's qgroup once its cleaner has freed the data.
+  CHECK(Eventually([&] { return !HasQgroup(root, "0/" + mine) && !HasQgroup(root, "0/" + deeper); }, std::chrono::seconds(60)));
+  REQUIRE(Eventually([&] { return HasEvent(api, other_pv, "VolumeFailedDelete", "mnt (mount point, left alone)"); }));
+  CHECK(Exists(root + "/elsewhere/keep"));
+  CHECK(Exists(other + "/mnt/keep"));
+  LoopFs::Sh("umount " + other + "/mnt");
+  REQUIRE(Eventually([&] { return !Exists(other); }, std::chrono::seconds(60)));
+}

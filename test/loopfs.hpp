@@ -4,6 +4,8 @@
 // test then skips with that message).
 #pragma once
 #include <fcntl.h>
+#include <linux/btrfs.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -11,6 +13,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -94,6 +97,30 @@ inline std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit) {
   close(result[0]);
   if (pid > 0) waitpid(pid, nullptr, 0);
   return {got[0], static_cast<int>(got[1])};
+}
+
+// Makes the btrfs subvolume parent/name as user 1000, as a tenant's pod can (the ioctl that
+// `btrfs subvolume create` calls needs no privilege). Returns 0 or the errno.
+inline int MakeSubvolumeAsUser(const std::string& parent, const std::string& name) {
+  int result[2];
+  if (pipe(result) != 0) return errno;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int err = 0;
+    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
+    int fd = err != 0 ? -1 : open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && err == 0) err = errno;
+    btrfs_ioctl_vol_args args {};
+    snprintf(args.name, sizeof args.name, "%s", name.c_str());
+    if (fd >= 0 && ioctl(fd, BTRFS_IOC_SUBVOL_CREATE, &args) != 0) err = errno;
+    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
+  }
+  close(result[1]);
+  int err = EIO;
+  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
+  close(result[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return err;
 }
 
 }  // namespace harness

@@ -753,12 +753,14 @@ TEST_CASE("btrfs: a subvolume is snapshotted; a copy is reflinked and barely use
   CHECK(SnapshotSubvolume(src.get(), tmp.get(), "snap4").code() == Status::kInvalid);
   CHECK(SnapshotSubvolume(src.get(), top.get(), "snap").code() == Status::kConflict);
 
-  // CopyContents of the subvolume: the nested one is skipped as a mount, the rest reflinked.
+  // CopyContents of the subvolume: the nested one is left out and named, the rest reflinked.
   MkDir(fs.dir + "/copy");
   Result<CopyResult> r = Copy(fs.dir + "/src", fs.dir + "/copy");
   REQUIRE(r.ok());
   CHECK(r->method == CopyMethod::kReflink);
-  CHECK(r->skipped_mounts == std::vector<std::string>{"nested"});
+  CHECK(r->skipped_mounts.empty());
+  CHECK(r->skipped_subvolumes == std::vector<std::string>{"nested"});
+  CHECK(r->skipped_subvolume_count == 1);
   auto copy = Snapshot(fs.dir + "/copy");
   source = Snapshot(fs.dir + "/src");
   source.erase(".");

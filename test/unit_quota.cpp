@@ -1,6 +1,6 @@
 // quota.hpp on real filesystems in loop devices: the probe's verdict and advice, a volume's
 // size enforced (writes past it fail), raised when it grows, and removal that takes a btrfs
-// subvolume volume but never enters a subvolume or mount inside it. Project quotas (ext4,
+// subvolume volume and the subvolumes inside it but never enters a mount inside it. Project quotas (ext4,
 // XFS) need a kernel with quota support: where this one lacks it, those cases skip here and
 // run in a virtual machine with Debian's kernel (test/quota_vm.sh, from `make test`).
 #include <catch2/catch.hpp>
@@ -205,7 +205,7 @@ TEST_CASE("btrfs: a plain directory in the way is not taken for a volume's subvo
   CHECK(made.status().code() == Status::kConflict);
 }
 
-TEST_CASE("removal takes a subvolume volume but never enters a subvolume or a mount inside it", "[quota][btrfs]") {
+TEST_CASE("removal takes a subvolume volume and the subvolumes inside it, but never enters a mount inside it", "[quota][btrfs]") {
   LoopFs fs(Scratch("btrfs-nested"), "btrfs", "300M");
   REQUIRE_MOUNTED(fs);
   REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
@@ -224,11 +224,31 @@ TEST_CASE("removal takes a subvolume volume but never enters a subvolume or a mo
   Status s = root.RemoveTree("vol");
   INFO(s.message());
   CHECK_FALSE(s.ok());
-  CHECK(s.message().find("inner") != std::string::npos);
-  CHECK(s.message().find("mounted") != std::string::npos);
-  CHECK(Exists(fs.dir + "/vol/inner/keep"));
+  CHECK(s.message().find("inner") == std::string::npos);
+  CHECK(s.message().find("mounted (mount point, left alone)") != std::string::npos);
+  CHECK_FALSE(Exists(fs.dir + "/vol/inner"));  // a subvolume is no mount point
   CHECK(Exists(fs.dir + "/vol/mounted/keep"));
   CHECK_FALSE(Exists(fs.dir + "/vol/mine"));
+}
+
+TEST_CASE("btrfs: a usage walk counts a subvolume made inside a volume, but not a mount", "[quota][btrfs]") {
+  LoopFs fs(Scratch("btrfs-walk"), "btrfs", "300M");
+  REQUIRE_MOUNTED(fs);
+  Root root = OpenRoot(fs.dir);
+  REQUIRE(root.MakeDir("vol", 0777).ok());
+  REQUIRE(harness::MakeSubvolumeAsUser(fs.dir + "/vol", "inner") == 0);
+  REQUIRE(Fill(fs.dir + "/vol/inner/data", 2 * kMiB).second == 0);
+  harness::Tmpfs mount(fs.dir + "/vol/mounted", "4M");
+  REQUIRE(mount.mounted);
+  REQUIRE(LoopFs::Sh("head -c 2097152 /dev/zero > " + mount.dir + "/other") == 0);
+  Result<UsageWalk> walk = UsageWalk::Begin(root, "vol");
+  REQUIRE(walk.ok());
+  while (!walk->Step(1000)) {
+  }
+  INFO(walk->count().bytes << " bytes");
+  CHECK(walk->count().bytes >= 2 * kMiB);
+  CHECK(walk->count().bytes < 3 * kMiB);
+  CHECK(walk->count().skipped == 1);  // the mount
 }
 
 TEST_CASE("tmpfs cannot enforce a size, and the probe says so", "[quota]") {
@@ -372,6 +392,30 @@ TEST_CASE("project IDs: volumes made at once never share one; one still charged 
   Result<QuotaId> next = limits.Make(QuotaMethod::kProject, "w", 0755, -1, -1, kMiB, "same");
   REQUIRE(next.ok());
   CHECK(ids.count(next->id) == 0);
+}
+
+TEST_CASE("project IDs: a volume under a root in an administrator's project gets an ID and a limit of its own",
+          "[quota][project]") {
+  TestFs fs("ext4-ids", "ext4", kExt4Features, "prjquota");
+  REQUIRE_MOUNTED(fs);
+  // The administrator's project 42 on the root, with the inherit flag: what is made in the root
+  // starts in project 42.
+  REQUIRE(mkdir((fs.dir + "/admin").c_str(), 0755) == 0);
+  Root root = OpenRoot(fs.dir + "/admin");
+  REQUIRE(ProbeQuota(root).method == QuotaMethod::kProject);
+  REQUIRE(quota_detail::SetProjectOf(root.fd(), 42) == 0);
+  QuotaLimits limits(root);
+  Result<QuotaId> made = limits.Make(QuotaMethod::kProject, "vol", 0777, 1000, 1000, 2 * kMiB, "admin-vol");
+  INFO(made.status().message());
+  REQUIRE(made.ok());
+  CHECK(made->id != 42);
+  CHECK(made->id >= static_cast<uint64_t>(quota_detail::kFirstProjectId));
+  CHECK(ProjectOf(fs.dir + "/admin/vol") == made->id);
+  CHECK(ProjectOf(fs.dir + "/admin") == 42);  // the administrator's, untouched
+  StoppedAt(fs.dir + "/admin/vol/data", 2 * kMiB);
+  if_dqblk admin {};
+  REQUIRE(quota_detail::GetProject(root.fd(), 42, &admin) == 0);
+  CHECK(admin.dqb_bhardlimit == 0);  // no limit of ours on the administrator's project
 }
 
 TEST_CASE("project quotas not mounted: the probe says which mount option is missing", "[quota][project]") {
