@@ -87,7 +87,7 @@ image-arch: $(X_PROV)
 
 test-arch: $(X_RUN)
 	$(X_QEMU) $(X_PROV) --version | grep -F '$(X_PLATFORM))'
-	bash test/run.sh $(X_RUN)
+	TEST_JOBS=$${TEST_JOBS:-$$(nproc)} bash test/run.sh $(X_RUN)
 else
 test-arch arch-deps image-arch:
 	@echo "$@: give ARCH=arm64 or ARCH=armv7" >&2; exit 2
