@@ -254,7 +254,7 @@ size_t OpenFiles(pid_t pid) { return ListDir("/proc/" + std::to_string(pid) + "/
 // rest; a gate that held up to the limit would have no file to spare, and thousands of
 // connections waiting to be accepted, 64 every 5 s): /healthz answers, and claims made meanwhile bind, without a "Too many open
 // files" in the log.
-TEST_CASE("under a limit of 128 open files, 3,000 idle connections leave room for the API: /healthz answers, claims bind", "[e2e]") {
+TEST_CASE("128 open files at most: 3,000 idle connections leave room for the API, /healthz answers, claims bind", "[e2e]") {
   REQUIRE(RoomForFiles(3100));
   TempDir tmp;
   const std::string pv_dir = tmp.path() + "/pv";
@@ -305,7 +305,7 @@ TEST_CASE("under a limit of 128 open files, 3,000 idle connections leave room fo
 // kept on. Here six of them, four more whose header line never ends past 8 KiB, and 1,100 idle
 // connections, all at once: /healthz answers each time (within a client timeout of 10 s, a
 // generous bound, not a measurement: the times are printed), and a claim binds.
-TEST_CASE("bodies and endless headers sent a byte at a time, and 1,100 idle connections: /healthz answers", "[e2e]") {
+TEST_CASE("bodies dribbled: with endless headers and 1,100 idle connections, /healthz answers", "[e2e]") {
   REQUIRE(RoomForFiles(1200));
   TempDir tmp;
   const std::string pv_dir = tmp.path() + "/pv";
