@@ -785,8 +785,14 @@ class Controller {
     const std::string limit = made.quota.method == QuotaMethod::kNone ? "" : ", size enforced (" + Describe(made.quota) + ")";
     const std::string copy = clone_method.empty() ? "" : ", a copy of " + a.source.claim + " (" + clone_method + ")";
     LogInfo("provisioned " + KeyOf(claim.meta) + " -> " + a.volume.meta.name + " at " + path + limit + copy + " (" + ms + ")");
+    // Reservations are per process: each instance counts the PVs the others made, not the ones
+    // they are making at the same moment.
+    const std::string shared = IsShared(a.volume) && a.check_space && !a.overcommit
+                                   ? "; overcommit \"false\" on a shared root: claims that other instances provision at "
+                                     "the same moment are not counted against this one"
+                                   : "";
     recorder_.Normal(Of(claim), reason::kProvisioningSucceeded,
-                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path + limit + copy);
+                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path + limit + copy + shared);
     if (!made.not_enforced.empty())
       recorder_.Normal(Of(claim), reason::kSizeNotEnforced,
                        "the size " + claim.storage_request + " is not enforced (class parameter quota: \"auto\"): " + made.not_enforced);

@@ -47,8 +47,9 @@ namespace http_endpoint_detail {
 // overridden: it parks the connection in an epoll set, where it costs an open file and no
 // thread. Once its headers are there (peeked at, not read) it goes to one of the workers; one
 // that has not sent them within `headers_within` is closed, and beyond `max_held` connections
-// the oldest waiting one is closed to make room. One request per connection: a worker never
-// waits for a client's next request.
+// the oldest waiting one is closed to make room, and one that has sent 8 KiB without the end of
+// its headers is closed. One request per connection: a worker never waits for a client's next
+// request, nor for a request body (HttpEndpoint refuses one unread).
 class GatedServer : public httplib::Server {
  public:
   ~GatedServer() override { StopGate(); }
@@ -117,9 +118,10 @@ class GatedServer : public httplib::Server {
       Drop(waiting_.begin());
     }
     ++held_;
-    if (HeadersIn(sock)) {
-      Dispatch(sock);
-      return true;
+    switch (HeadersIn(sock)) {
+      case Seen::kHeaders: Dispatch(sock); return true;
+      case Seen::kTooLong: Close(sock); --held_; return false;
+      case Seen::kWaiting: break;
     }
     auto it = waiting_.insert(waiting_.end(), Waiting{sock, ++generation_, Clock::now() + headers_within_});
     by_fd_[sock] = it;
@@ -141,10 +143,14 @@ class GatedServer : public httplib::Server {
         if (events[i].data.u64 == kWake) continue;
         auto found = by_fd_.find(static_cast<int>(events[i].data.u64 & 0xffffffffu));
         if (found == by_fd_.end() || found->second->generation != events[i].data.u64 >> 32) continue;
-        int fd = found->second->fd;
-        if (!HeadersIn(fd)) continue;
-        Forget(found->second);
-        Dispatch(fd);
+        const Seen seen = HeadersIn(found->second->fd);
+        if (seen == Seen::kTooLong) {
+          Drop(found->second);
+        } else if (seen == Seen::kHeaders) {
+          const int fd = found->second->fd;
+          Forget(found->second);
+          Dispatch(fd);
+        }
       }
       const auto now = Clock::now();
       while (!waiting_.empty() && waiting_.front().deadline <= now) Drop(waiting_.begin());
@@ -155,15 +161,19 @@ class GatedServer : public httplib::Server {
     }
   }
 
-  // Has the client sent its request's headers, or closed, or failed, or sent more than a request
-  // to this endpoint has? Then a worker will not wait on it. Peeks: reads nothing.
-  static bool HeadersIn(int fd) {
+  // Has the client sent its request's headers, or closed, or failed? Then a worker will not wait
+  // on it (the handler refuses a body unread: HttpEndpoint::Refused). Peeks: reads nothing.
+  enum class Seen { kWaiting, kHeaders, kTooLong };
+  static Seen HeadersIn(int fd) {
     char buf[8192];
     const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_PEEK | MSG_DONTWAIT);
-    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-    if (n == 0 || n == static_cast<ssize_t>(sizeof buf)) return true;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR ? Seen::kHeaders : Seen::kWaiting;
+    if (n == 0) return Seen::kHeaders;
     const std::string_view seen(buf, static_cast<size_t>(n));
-    return seen.find("\r\n\r\n") != std::string_view::npos || seen.find("\n\n") != std::string_view::npos;
+    if (seen.find("\r\n\r\n") != std::string_view::npos || seen.find("\n\n") != std::string_view::npos) return Seen::kHeaders;
+    // 8 KiB with no end of headers: more than any request to this endpoint has. A worker would
+    // read the rest for as long as the client sends a byte within each read timeout.
+    return n == static_cast<ssize_t>(sizeof buf) ? Seen::kTooLong : Seen::kWaiting;
   }
 
   // httplib's own Server::process_and_close_socket, on a worker.
@@ -231,10 +241,16 @@ class HttpEndpoint {
     if (host.size() >= 2 && host.front() == '[') host = host.substr(1, host.size() - 2);
     if (host.empty()) host = "0.0.0.0";
     int port = std::stoi(address_.substr(colon + 1));
-    // A client that stops sending its body or reading the answer holds a worker until these.
+    // A client that stops reading the answer holds a worker until these.
     server_.set_read_timeout(5, 0);
     server_.set_write_timeout(5, 0);
     server_.set_keep_alive_timeout(5);
+    // A body is never read: httplib reads one, or skips one past set_payload_max_length, a read
+    // at a time, so a client sending a byte within each read timeout would hold a worker for
+    // as long as it liked. Refused before routing, where nothing of the body was read yet.
+    server_.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      return Refused(req, &res) ? httplib::Server::HandlerResponse::Handled : httplib::Server::HandlerResponse::Unhandled;
+    });
     server_.Get("/healthz", [this](const httplib::Request&, httplib::Response& res) {
       Answer(source_->Live(), 500, &res);
     });
@@ -269,6 +285,24 @@ class HttpEndpoint {
     rlimit files{};
     if (::getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_cur == RLIM_INFINITY) return kMaxHeld;
     return std::max<size_t>(kWorkers, std::min<size_t>(kMaxHeld, files.rlim_cur / 2));
+  }
+
+  // A request answered at once, its body unread (the connection is closed after every answer):
+  // any method but GET and HEAD (405), or a body (413).
+  static bool Refused(const httplib::Request& req, httplib::Response* res) {
+    if (req.method != "GET" && req.method != "HEAD") {
+      res->status = 405;
+      res->set_header("Allow", "GET, HEAD");
+      res->set_content("only GET and HEAD are served here\n", "text/plain");
+      return true;
+    }
+    if (req.has_header("Transfer-Encoding") ||
+        (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0")) {
+      res->status = 413;
+      res->set_content("a request here has no body\n", "text/plain");
+      return true;
+    }
+    return false;
   }
 
   // 200 with "ok" (or an ok status's message), else `failed` with the status's message.

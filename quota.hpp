@@ -14,6 +14,9 @@
 #include <linux/fs.h>
 #include <linux/magic.h>
 #include <linux/quota.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -21,10 +24,12 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -202,11 +207,33 @@ inline QuotaSupport ProbeBtrfs(int root_fd) {
   return q;
 }
 
-// The 64-bit FNV-1a hash of s: where a volume's search for a free project ID starts.
-inline uint64_t Hash(const std::string& s) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
-  return h;
+// A key drawn at random once per process, for ProjectIdStart.
+inline const std::array<unsigned char, 32>& ProjectIdKey() {
+  static const std::array<unsigned char, 32> key = [] {
+    std::array<unsigned char, 32> k{};
+    if (RAND_bytes(k.data(), static_cast<int>(k.size())) != 1) {
+      std::random_device random;  // the kernel's getrandom too
+      for (unsigned char& b : k) b = static_cast<unsigned char>(random());
+    }
+    return k;
+  }();
+  return key;
+}
+
+// Where a volume's search for a free project ID starts: the HMAC-SHA256 of `seed` (the volume's
+// name) under `key`, in [0, kProjectIdSpan). Under ProjectIdKey(), a tenant cannot work it out
+// from the volume's public name: a pod that owns its files can set them to any project ID, and
+// would otherwise charge them to another volume's limit. The same seed gives the same start
+// within a process; a restart draws another key, and nothing needs the old one: a volume's ID
+// is read back from its directory (QuotaLimits::Of), never derived again.
+inline uint64_t ProjectIdStart(const std::string& seed, const std::array<unsigned char, 32>& key = ProjectIdKey()) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(seed.data()),
+       seed.size(), mac, &n);
+  uint64_t start = 0;
+  for (int i = 0; i < 8; ++i) start = (start << 8) | mac[i];
+  return start % kProjectIdSpan;
 }
 
 // What project `id` holds: its usage and limits (zero for an ID never used).
@@ -408,14 +435,14 @@ class QuotaLimits {
 
  private:
   // Gives the directory a project ID of its own, or finds the one an earlier attempt gave it.
-  // The ID: from a start that `seed` picks, the first one that nothing is charged to and that
-  // has no limits. Why two volumes never share one, whatever instances run at once: every
-  // allocator gives the ID to its directory first and reads the project's usage after, so of
-  // two directories given one ID at the same time the later reader sees two inodes, gives its
-  // directory back to project 0 and goes on to the next ID (both may: they both move on). An
-  // ID still charged to files (of a volume whose removal failed, or of anything else) has
-  // usage, and one whose volume went but whose limits stayed (a crash between the two) has
-  // limits: neither is taken. The filesystem's own accounting is the only record, so there is
+  // The ID: from a start that `seed` picks (ProjectIdStart, which a tenant cannot predict), the
+  // first one that nothing is charged to and that has no limits. Why two volumes never share
+  // one, whatever instances run at once: every allocator gives the ID to its directory first
+  // and reads the project's usage after, so of two directories given one ID at the same time
+  // the later reader sees two inodes, gives its directory back to project 0 and goes on to the
+  // next ID (both may: they both move on). An ID still charged to files (of a volume whose
+  // removal failed, or of anything else) has usage, and one whose volume went but whose limits
+  // stayed (a crash between the two) has limits: neither is taken. The filesystem's own accounting is the only record, so there is
   // nothing to lose across restarts.
   Result<unsigned> AssignProject(int dir_fd, const std::string& name, const std::string& seed) const {
     using namespace quota_detail;
@@ -424,7 +451,7 @@ class QuotaLimits {
     // An earlier attempt's; a lower ID was inherited from the root (an administrator's project)
     // and is replaced: a file counts against one project only.
     if (mine >= static_cast<unsigned>(kFirstProjectId)) return mine;
-    const uint64_t start = Hash(seed) % kProjectIdSpan;
+    const uint64_t start = ProjectIdStart(seed);
     for (uint64_t i = 0; i < 1000; ++i) {
       const unsigned id = static_cast<unsigned>(kFirstProjectId + (start + i) % kProjectIdSpan);
       if_dqblk d {};

@@ -590,21 +590,6 @@ TEST_CASE("class parameters uid, gid and mode set the directory's owner and mode
 
 namespace {
 
-// Sets or clears the immutable flag (chattr +i). Returns 0 or an errno value.
-int SetImmutable(const std::string& path, bool on) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return errno;
-  int flags = 0, err = 0;
-  if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) {
-    err = errno;
-  } else {
-    flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
-    if (::ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0) err = errno;
-  }
-  ::close(fd);
-  return err;
-}
-
 bool IsValidUtf8(const std::string& s) { return ValidUtf8(s) == s; }
 
 }  // namespace

@@ -131,6 +131,44 @@ TEST_CASE("network share: no instance takes a volume over while the node named o
   CHECK(n.api->Denials().empty());
 }
 
+// Issue 41: `overcommit: "false"` on a share several instances serve. Each instance counts
+// the volumes the others made (from the PVs every instance sees), so a claim that does not fit
+// beside them is refused by all; what two instances provision at the same moment is not
+// counted against each other, and the success event says so.
+TEST_CASE("network share with overcommit \"false\": every instance counts the volumes the others made", "[e2e][shared]") {
+  Nodes n;
+  Tmpfs share(n.tmp.path() + "/share", "10m");
+  if (!share.mounted) return;
+  std::string cls = ReadFile("manifests/classes/network-share.yaml");
+  cls.replace(cls.find("/mnt/share", cls.find("parameters:")), 10, share.dir);
+  n.api->CreateYaml(cls + "  overcommit: \"false\"\n");
+  n.api->RegisterNode("node-a");
+  n.api->RegisterNode("node-b");
+  n.Start("node-a", {{"ALLOWED_PV_DIRS", share.dir}});
+  REQUIRE(Ready(*n.instances["node-a"]));
+  n.api->CreateYaml(ClaimYaml("default", "first", "hostpath-share", "6Mi"));
+  REQUIRE(n.WaitBound("first"));
+  CHECK(n.Events("first", "ProvisioningSucceeded", "; overcommit \"false\" on a shared root: claims that other instances "
+                 "provision at the same moment are not counted against this one") == 1);
+  // node-b's instance starts: it knows first from its PV only.
+  n.Start("node-b", {{"ALLOWED_PV_DIRS", share.dir}});
+  REQUIRE(Ready(*n.instances["node-b"]));
+  // Both refuse the next: 6 MiB of the 10 are promised to first.
+  n.api->CreateYaml(ClaimYaml("default", "second", "hostpath-share", "6Mi"));
+  const bool both = Eventually([&] {
+    return LogsWith(n, "claim default/second: cannot provision 6Mi under " + share.dir + ": not enough space: 6.0 MiB "
+                       "requested, 4.0 MiB available (10.0 MiB free on the filesystem, less 6.0 MiB promised to 1 other volume)") == 2;
+  });
+  std::string logs;
+  for (auto& [node, p] : n.instances) logs += node + ":\n" + p->Log();
+  INFO(logs);
+  CHECK(both);
+  CHECK(Phase(n.ClaimJson("second")) == "Pending");
+  // first goes: second binds.
+  REQUIRE(n.api->Delete(kClaims + std::string("first")).code == 200);
+  CHECK(n.WaitBound("second"));
+}
+
 TEST_CASE("orphan scan: a directory another instance made, its PV create held back, is kept", "[e2e][shared]") {
   Nodes n;
   const std::string root = n.tmp.path() + "/share";

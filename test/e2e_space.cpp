@@ -96,3 +96,31 @@ TEST_CASE("a strict class holds when claims arrive together: of four 6Mi claims 
   CHECK(ListDir(fs.dir).size() == 1);
   CHECK(api.Denials().empty());
 }
+
+// Issue 45: a provision whose directory could not be made drops the room it reserved. Under a
+// strict class on 10 MiB, an 8Mi claim cannot get its directory (the root is immutable) and is
+// deleted; once the root is fixed, another 8Mi claim binds: nothing is still promised to the
+// first.
+TEST_CASE("a claim whose directory could not be made, then deleted, keeps no space: a later claim that fits binds", "[e2e][space]") {
+  TempDir tmp;
+  Tmpfs fs(tmp.path() + "/pv", "10m");
+  if (!fs.mounted) return;
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("strict", "Delete", "hostpath-provisioner.io/hostpath", "  overcommit: \"false\"\n"));
+  Provisioner p(api, fs.dir);
+  if (int e = SetImmutable(fs.dir, true); e != 0) {
+    WARN("SKIPPED: cannot make a tmpfs immutable here: " << std::strerror(e));
+    return;
+  }
+  api.CreateYaml(ClaimYaml("default", "blocked", "strict", "8Mi"));
+  const bool failed = Eventually([&] { return HasEvent(api, "blocked", "ProvisioningFailed", "cannot make directory"); });
+  REQUIRE(api.Delete(kClaims + std::string("blocked")).code == 200);
+  REQUIRE(Eventually([&] { return api.Claim("default", "blocked").is<picojson::null>(); }));
+  REQUIRE(SetImmutable(fs.dir, false) == 0);
+  REQUIRE(failed);
+  api.CreateYaml(ClaimYaml("default", "later", "strict", "8Mi"));
+  INFO(p.Log());
+  CHECK(Eventually([&] { return Phase(api.Claim("default", "later")) == "Bound"; }));
+  CHECK(!HasEvent(api, "later", "ProvisioningFailed", "not enough space"));
+  CHECK(api.Denials().empty());
+}

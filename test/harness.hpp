@@ -5,9 +5,11 @@
 #pragma once
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <netinet/in.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -69,6 +71,21 @@ inline std::vector<std::string> ListDir(const std::string& dir) {
 inline bool Exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Sets or clears the immutable flag (chattr +i). Returns 0 or an errno value.
+inline int SetImmutable(const std::string& path, bool on) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return errno;
+  int flags = 0, err = 0;
+  if (::ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0) {
+    err = errno;
+  } else {
+    flags = on ? (flags | FS_IMMUTABLE_FL) : (flags & ~FS_IMMUTABLE_FL);
+    if (::ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0) err = errno;
+  }
+  ::close(fd);
+  return err;
 }
 
 // A folder under /tmp, removed (with everything in it) at the end of the test.

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
@@ -259,6 +260,39 @@ TEST_CASE("tmpfs cannot enforce a size, and the probe says so", "[quota]") {
   CHECK(q.method == QuotaMethod::kNone);
   CHECK(q.why_not == t.dir + " is on tmpfs, which cannot enforce a volume's size: only ext4 and XFS (project quotas) "
                              "and btrfs (qgroups) can");
+}
+
+// Where the project ID search started before issue 41: the 64-bit FNV-1a hash of the volume's
+// name, which any tenant could compute.
+uint64_t PublicStart(const std::string& name) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : name) h = (h ^ c) * 1099511628211ULL;
+  return h % quota_detail::kProjectIdSpan;
+}
+
+TEST_CASE("project IDs start where a tenant cannot predict from the volume's name; the same name, the same start in one process",
+          "[quota]") {
+  using quota_detail::ProjectIdStart;
+  // The process's key is drawn at random (all zeros: 2^-256).
+  const std::array<unsigned char, 32>& key = quota_detail::ProjectIdKey();
+  CHECK(key != std::array<unsigned char, 32>{});
+  CHECK(&quota_detail::ProjectIdKey() == &key);
+  std::array<unsigned char, 32> key_a{}, key_b{};
+  key_b[0] = 1;
+  std::set<uint64_t> starts;
+  int public_matches = 0, same_under_both_keys = 0;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string name = "pvc-" + std::to_string(i);
+    const uint64_t start = ProjectIdStart(name);
+    CHECK(start < static_cast<uint64_t>(quota_detail::kProjectIdSpan));
+    CHECK(ProjectIdStart(name) == start);  // what the ID search and the tests of collisions rely on
+    starts.insert(start);
+    public_matches += start == PublicStart(name);
+    same_under_both_keys += ProjectIdStart(name, key_a) == ProjectIdStart(name, key_b);
+  }
+  CHECK(public_matches == 0);
+  CHECK(same_under_both_keys == 0);
+  CHECK(starts.size() >= 998);  // spread over 10^9 IDs (collisions are rare, and handled)
 }
 
 TEST_CASE("ext4 without the project and quota features: the probe names the tune2fs command", "[quota]") {
