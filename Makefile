@@ -26,11 +26,40 @@ TEST_FLAGS := -O1 -g
 # (the provisioner's in $(BUILD)/), read back by the -include at the end.
 DEPFLAGS   = -MMD -MP -MF $(if $(filter $(BUILD)/%,$@),$@,$(BUILD)/$@).d -MT $@
 
-UNIT_SRCS := $(wildcard test/unit_*.cpp)
-E2E_SRCS  := $(wildcard test/e2e_*.cpp)
-UNIT_BINS := $(UNIT_SRCS:test/%.cpp=$(BUILD)/test/%)
-E2E_BINS  := $(E2E_SRCS:test/%.cpp=$(BUILD)/test/%)
+# The product, by layer (lowest first; includes point down this list): each part is a header
+# (its contract) and a .cpp (its body). main.cpp only wires them.
+LAYERS    := base kube fs decide control serve
+PROD_SRCS := $(wildcard $(LAYERS:%=%/*.cpp))
+# What the tests share: their helpers and the fake API server (test/fake/fake_apiserver_main.cpp
+# is the fake's own binary, test/support/catch_main.cpp Catch2's main).
+TLIB_SRCS := $(filter-out test/fake/fake_apiserver_main.cpp test/support/catch_main.cpp,\
+               $(wildcard test/support/*.cpp test/fake/*.cpp))
+UNIT_SRCS := $(wildcard test/unit/unit_*.cpp)
+E2E_SRCS  := $(wildcard test/e2e/e2e_*.cpp)
+UNIT_BINS := $(UNIT_SRCS:test/unit/%.cpp=$(BUILD)/test/%)
+E2E_BINS  := $(E2E_SRCS:test/e2e/%.cpp=$(BUILD)/test/%)
 FAKE      := $(BUILD)/fake-apiserver
+
+# Every .cpp is compiled once per kind of build (DIR: $(BUILD) for the tests, $(BUILD)/rel for
+# the shipped binary, $(BUILD)/asan, ...) into DIR/obj/, the product's into DIR/libhp.a and the
+# tests' shared code into DIR/libhp-test.a; binaries link those.
+#   $(call BUILD_KIND,DIR,COMPILER,FLAGS,ORDER-ONLY PREREQUISITES)
+define BUILD_KIND
+$(1)/obj/%.o: %.cpp $$(HTTPLIB) $(1)/obj/%.o.d | $(4)
+	@mkdir -p $$(@D)
+	$(2) $$(CPPFLAGS) $(3) $$(CXXFLAGS) $$(DEPFLAGS) -c $$< -o $$@
+$(1)/libhp.a: $$(PROD_SRCS:%.cpp=$(1)/obj/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+$(1)/libhp-test.a: $$(TLIB_SRCS:%.cpp=$(1)/obj/%.o)
+	@mkdir -p $$(@D)
+	rm -f $$@ && $$(AR) rcs $$@ $$^
+endef
+# A test binary DIR/test/NAME from test/*/NAME.cpp, Catch2's main and both libraries.
+#   $(call TEST_BINS,DIR,SOURCES): the list of binaries, each depending on its own object
+TEST_BINS = $(foreach s,$(2),$(eval $(1)/test/$(basename $(notdir $(s))): $(1)/obj/$(s:.cpp=.o)))\
+            $(patsubst %.cpp,$(1)/test/%,$(notdir $(2)))
+LINK_LIBS = -Wl,--start-group $(1)/libhp-test.a $(1)/libhp.a -Wl,--end-group $(LIBS)
 
 .PHONY: all deps test unit e2e demo image clean
 all: hostpath-provisioner
@@ -40,27 +69,24 @@ $(HTTPLIB): scripts/deps.sh
 	bash scripts/deps.sh $(BUILD)
 	touch $@
 
-hostpath-provisioner: main.cpp $(HTTPLIB) $(BUILD)/hostpath-provisioner.d
-	@mkdir -p $(BUILD)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(REL_FLAGS) main.cpp -o $@ $(REL_LINK) $(LIBS)
+$(eval $(call BUILD_KIND,$(BUILD),$(CXX),$(TEST_FLAGS)))
+$(eval $(call BUILD_KIND,$(BUILD)/rel,$(CXX),$(REL_FLAGS)))
 
-$(BUILD)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) $(BUILD)/test/catch_main.o.d
-	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TEST_FLAGS) -c $< -o $@
+hostpath-provisioner: $(BUILD)/rel/obj/main.o $(PROD_SRCS:%.cpp=$(BUILD)/rel/obj/%.o)
+	$(CXX) $(REL_FLAGS) $^ -o $@ $(REL_LINK) $(LIBS)
 
-$(BUILD)/test/%: test/%.cpp $(BUILD)/test/catch_main.o $(HTTPLIB) $(BUILD)/test/%.d
+$(call TEST_BINS,$(BUILD),$(UNIT_SRCS) $(E2E_SRCS)): $(BUILD)/test/%: $(BUILD)/obj/test/support/catch_main.o $(BUILD)/libhp-test.a $(BUILD)/libhp.a
 	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TEST_FLAGS) $< $(BUILD)/test/catch_main.o -o $@ $(LIBS)
+	$(CXX) $(TEST_FLAGS) $(filter %.o,$^) -o $@ $(call LINK_LIBS,$(BUILD))
 
-$(FAKE): test/fake_apiserver_main.cpp $(HTTPLIB) $(FAKE).d
-	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) -O2 $< -o $@ $(LIBS)
+$(FAKE): $(BUILD)/obj/test/fake/fake_apiserver_main.o $(BUILD)/libhp-test.a $(BUILD)/libhp.a
+	$(CXX) $(TEST_FLAGS) $< -o $@ $(call LINK_LIBS,$(BUILD))
 
 # The project quota cases of unit_quota need a kernel with quota support: they run in a virtual
 # machine with Debian's kernel (test/quota_vm.sh), from a static build of the test.
 QUOTA_VM  := $(BUILD)/test/vm_unit_quota
-$(BUILD)/test/unit_quota.static: test/unit_quota.cpp $(BUILD)/test/catch_main.o $(HTTPLIB) $(BUILD)/test/unit_quota.static.d
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TEST_FLAGS) -static $< $(BUILD)/test/catch_main.o -o $@ $(LIBS)
+$(BUILD)/test/unit_quota.static: $(BUILD)/obj/test/unit/unit_quota.o $(BUILD)/obj/test/support/catch_main.o $(BUILD)/libhp-test.a $(BUILD)/libhp.a
+	$(CXX) $(TEST_FLAGS) -static $(filter %.o,$^) -o $@ $(call LINK_LIBS,$(BUILD))
 $(QUOTA_VM): $(BUILD)/test/unit_quota.static test/quota_vm.sh
 	printf '#!/bin/sh\nexec bash test/quota_vm.sh $(BUILD) $< "[project]" --use-colour no\n' > $@
 	chmod +x $@

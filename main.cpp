@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "config.hpp"
-#include "controller.hpp"
-#include "fsops.hpp"
-#include "http_endpoint.hpp"
-#include "k8s.hpp"
-#include "kubeconfig.hpp"
-#include "leader.hpp"
-#include "log.hpp"
-#include "metrics.hpp"
-#include "terminate.hpp"
+#include "base/config.hpp"
+#include "control/controller.hpp"
+#include "fs/fsops.hpp"
+#include "serve/http_endpoint.hpp"
+#include "kube/k8s.hpp"
+#include "kube/kubeconfig.hpp"
+#include "kube/leader.hpp"
+#include "base/log.hpp"
+#include "serve/metrics.hpp"
+#include "base/terminate.hpp"
 
 #ifndef HP_VERSION
 #define HP_VERSION "unknown"

@@ -14,7 +14,7 @@
 ARCHES := arm64 armv7
 ARCH_E2E_CASES ?= a claim of the bundled class is bound to a new PV with its directory,deleting a claim of a Delete volume removes its PV and directory,SIGHUP is logged and ignored*
 # The fake API server's own tests check test code, which only ever runs natively.
-ARCH_UNIT_SRCS := $(filter-out test/unit_fake_%,$(UNIT_SRCS))
+ARCH_UNIT_SRCS := $(filter-out test/unit/unit_fake_%,$(UNIT_SRCS))
 
 .PHONY: arch-deps test-arch image-arch image-multiarch
 # An ARCH from the environment (kernel builds use one) that is not ours means the native build.
@@ -38,27 +38,23 @@ X_PROV    := $(X_DIR)/hostpath-provisioner
 X_FLAGS   := -isystem $(X_SYSROOT)/usr/include -isystem $(X_SYSROOT)/usr/include/$(X_TRIPLET) \
              -D_FILE_OFFSET_BITS=64 -D_TIME_BITS=64 -Wno-psabi
 X_LINK    := -L$(X_SYSROOT)/usr/lib/$(X_TRIPLET)
-X_UNIT    := $(ARCH_UNIT_SRCS:test/%.cpp=$(X_DIR)/test/%)
-X_RUN     := $(ARCH_UNIT_SRCS:test/%.cpp=$(X_DIR)/run/%) $(X_DIR)/run/e2e_provision
+X_RUN     := $(ARCH_UNIT_SRCS:test/unit/%.cpp=$(X_DIR)/run/%) $(X_DIR)/run/e2e_provision
 .DEFAULT_GOAL := $(X_PROV)
 
 arch-deps: $(X_SYSROOT)/.complete
 $(X_SYSROOT)/.complete: scripts/cross-deps.sh
 	bash scripts/cross-deps.sh $(ARCH) $(X_SYSROOT)
 
-$(X_PROV): main.cpp $(HTTPLIB) $(X_SYSROOT)/.complete $(X_PROV).d
-	@mkdir -p $(@D)
-	$(X_CXX) $(CPPFLAGS) $(X_FLAGS) $(CXXFLAGS) $(DEPFLAGS) $(REL_FLAGS) main.cpp -o $@ $(REL_LINK) $(X_LINK) $(LIBS)
+$(eval $(call BUILD_KIND,$(X_DIR),$(X_CXX),$(X_FLAGS) -O1,$(X_SYSROOT)/.complete))
+$(eval $(call BUILD_KIND,$(X_DIR)/rel,$(X_CXX),$(X_FLAGS) $(REL_FLAGS),$(X_SYSROOT)/.complete))
+$(X_PROV): $(X_DIR)/rel/obj/main.o $(PROD_SRCS:%.cpp=$(X_DIR)/rel/obj/%.o)
+	$(X_CXX) $(REL_FLAGS) $^ -o $@ $(REL_LINK) $(X_LINK) $(LIBS)
 
 # Test binaries are static too: a dynamic one would mix the cross toolchain's glibc with the
 # sysroot's libraries (threads hung so under qemu).
-$(X_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) $(X_SYSROOT)/.complete $(X_DIR)/test/catch_main.o.d
+$(call TEST_BINS,$(X_DIR),$(ARCH_UNIT_SRCS)): $(X_DIR)/test/%: $(X_DIR)/obj/test/support/catch_main.o $(X_DIR)/libhp-test.a $(X_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(X_CXX) $(CPPFLAGS) $(X_FLAGS) $(CXXFLAGS) $(DEPFLAGS) -O1 -c $< -o $@
-
-$(X_DIR)/test/%: test/%.cpp $(X_DIR)/test/catch_main.o $(HTTPLIB) $(X_DIR)/test/%.d
-	@mkdir -p $(@D)
-	$(X_CXX) $(CPPFLAGS) $(X_FLAGS) $(CXXFLAGS) $(DEPFLAGS) -O1 -static $< $(X_DIR)/test/catch_main.o -o $@ $(X_LINK) $(LIBS)
+	$(X_CXX) -O1 -static $(filter %.o,$^) -o $@ $(X_LINK) $(call LINK_LIBS,$(X_DIR))
 
 # What qemu-user 7.2 (bookworm) cannot emulate is left out there: it reports every mount id as
 # 0, so a bind mount inside a volume looks like part of it, and it has no btrfs ioctls.

@@ -4,9 +4,8 @@
 # build/bench-run/. What it measures and why: docs/performance.md.
 .PHONY: bench
 
-$(BUILD)/bench: test/bench.cpp $(HTTPLIB) $(BUILD)/bench.d
-	@mkdir -p $(@D)
-	$(CXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) -O2 $< -o $@ $(LIBS)
+$(BUILD)/bench: $(BUILD)/obj/test/bench.o $(BUILD)/libhp-test.a $(BUILD)/libhp.a
+	$(CXX) $(TEST_FLAGS) $< -o $@ $(call LINK_LIBS,$(BUILD))
 
 bench: hostpath-provisioner $(FAKE) $(BUILD)/bench
 	$(BUILD)/bench

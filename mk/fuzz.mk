@@ -1,7 +1,7 @@
 # Fuzzing and sanitizer builds, with Debian's clang (installed when missing).
-#   make fuzz [FUZZ_SECONDS=20]  builds each test/fuzz_NAME.cpp as a libFuzzer target with
+#   make fuzz [FUZZ_SECONDS=20]  builds each test/fuzz/fuzz_NAME.cpp as a libFuzzer target with
 #                                ASan + UBSan into build/fuzz/, runs each for FUZZ_SECONDS on the
-#                                seeds in test/fuzz_corpus/NAME/ (new inputs go to
+#                                seeds in test/fuzz/corpus/NAME/ (new inputs go to
 #                                build/fuzz/corpus/NAME/), and fails on any crash, leak, timeout,
 #                                out-of-memory or broken property (the input is saved in
 #                                build/fuzz/artifacts/).
@@ -20,13 +20,14 @@ FUZZ_MAX_LEN  ?= 4096
 FUZZ_RSS_MB   ?= 2048
 FUZZ_TIMEOUT  ?= 10
 FUZZ_DIR      := $(BUILD)/fuzz
-FUZZ_NAMES    := $(patsubst test/fuzz_%.cpp,%,$(wildcard test/fuzz_*.cpp))
+FUZZ_NAMES    := $(patsubst test/fuzz/fuzz_%.cpp,%,$(wildcard test/fuzz/fuzz_*.cpp))
 FUZZ_BINS     := $(FUZZ_NAMES:%=$(FUZZ_DIR)/fuzz_%)
-FUZZ_FLAGS    := -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+# The library is instrumented for libFuzzer (fuzzer-no-link); each target links its driver.
+FUZZ_FLAGS    := -g -O1 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 
 ASAN_DIR      := $(BUILD)/asan
-ASAN_UNIT     := $(UNIT_SRCS:test/%.cpp=$(ASAN_DIR)/test/%)
-ASAN_E2E      := $(E2E_SRCS:test/%.cpp=$(ASAN_DIR)/test/%)
+ASAN_UNIT     := $(UNIT_SRCS:test/unit/%.cpp=$(ASAN_DIR)/test/%)
+ASAN_E2E      := $(E2E_SRCS:test/e2e/%.cpp=$(ASAN_DIR)/test/%)
 ASAN_PROV     := $(ASAN_DIR)/hostpath-provisioner
 ASAN_FAKE     := $(ASAN_DIR)/fake-apiserver
 
@@ -50,9 +51,10 @@ clang-deps:
 	fi
 
 # --- fuzzing -----------------------------------------------------------------------------
-$(FUZZ_DIR)/fuzz_%: test/fuzz_%.cpp $(HTTPLIB) $(FUZZ_DIR)/fuzz_%.d | clang-deps
+$(eval $(call BUILD_KIND,$(FUZZ_DIR),$(CLANGXX),$(FUZZ_FLAGS),clang-deps))
+$(FUZZ_DIR)/fuzz_%: $(FUZZ_DIR)/obj/test/fuzz/fuzz_%.o $(FUZZ_DIR)/libhp-test.a $(FUZZ_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(FUZZ_FLAGS) $< -o $@ $(LIBS)
+	$(CLANGXX) -fsanitize=fuzzer,address,undefined $< -o $@ $(call LINK_LIBS,$(FUZZ_DIR))
 
 # One target after the other (the machine has 2 cores); a summary line per target at the end.
 fuzz: $(FUZZ_BINS)
@@ -62,7 +64,7 @@ fuzz: $(FUZZ_BINS)
 	  echo "=== fuzz_$$name: $(FUZZ_SECONDS)s, max_len $(FUZZ_MAX_LEN), rss limit $(FUZZ_RSS_MB) MB, timeout $(FUZZ_TIMEOUT)s"; \
 	  if $(FUZZ_DIR)/fuzz_$$name -max_total_time=$(FUZZ_SECONDS) -max_len=$(FUZZ_MAX_LEN) \
 	       -rss_limit_mb=$(FUZZ_RSS_MB) -timeout=$(FUZZ_TIMEOUT) -print_final_stats=1 \
-	       -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- $$work test/fuzz_corpus/$$name \
+	       -artifact_prefix=$(FUZZ_DIR)/artifacts/$$name- $$work test/fuzz/corpus/$$name \
 	       </dev/null >$$log 2>&1; then result=ok; \
 	  else result=FAILED; failed="$$failed fuzz_$$name"; tail -n 60 $$log; fi; \
 	  runs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $$log); \
@@ -76,21 +78,18 @@ fuzz: $(FUZZ_BINS)
 
 # --- sanitizers --------------------------------------------------------------------------
 # OpenSSL is linked dynamically here: only the shipped binary needs to be static.
-$(ASAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) $(ASAN_DIR)/test/catch_main.o.d | clang-deps
+$(eval $(call BUILD_KIND,$(ASAN_DIR),$(CLANGXX),$(SAN_FLAGS),clang-deps))
+$(call TEST_BINS,$(ASAN_DIR),$(UNIT_SRCS) $(E2E_SRCS)): $(ASAN_DIR)/test/%: $(ASAN_DIR)/obj/test/support/catch_main.o $(ASAN_DIR)/libhp-test.a $(ASAN_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) -c $< -o $@
+	$(CLANGXX) $(SAN_FLAGS) $(filter %.o,$^) -o $@ $(call LINK_LIBS,$(ASAN_DIR))
 
-$(ASAN_DIR)/test/%: test/%.cpp $(ASAN_DIR)/test/catch_main.o $(HTTPLIB) $(ASAN_DIR)/test/%.d | clang-deps
+$(ASAN_FAKE): $(ASAN_DIR)/obj/test/fake/fake_apiserver_main.o $(ASAN_DIR)/libhp-test.a $(ASAN_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) $< $(ASAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+	$(CLANGXX) $(SAN_FLAGS) $< -o $@ $(call LINK_LIBS,$(ASAN_DIR))
 
-$(ASAN_FAKE): test/fake_apiserver_main.cpp $(HTTPLIB) $(ASAN_FAKE).d | clang-deps
+$(ASAN_PROV): $(ASAN_DIR)/obj/main.o $(ASAN_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
-
-$(ASAN_PROV): main.cpp $(HTTPLIB) $(ASAN_PROV).d | clang-deps
-	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(SAN_FLAGS) $< -o $@ $(LIBS)
+	$(CLANGXX) $(SAN_FLAGS) $< -o $@ $(call LINK_LIBS,$(ASAN_DIR))
 
 # Reports go to files (test/sanitized_run.sh), also those of the child processes.
 sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
@@ -101,23 +100,16 @@ sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
 # The workers, informers, recorder and HTTP endpoint share the cache, the queue and the
 # controller's sets: races there show up as reports from the provisioner while the e2e tests
 # drive it. The tests themselves are the ordinary build.
-$(TSAN_DIR)/test/catch_main.o: test/catch_main.cpp $(HTTPLIB) $(TSAN_DIR)/test/catch_main.o.d | clang-deps
-	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) -c $< -o $@
-
-$(TSAN_QUEUE): test/unit_queue.cpp $(TSAN_DIR)/test/catch_main.o $(TSAN_QUEUE).d | clang-deps
-	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
-
+$(eval $(call BUILD_KIND,$(TSAN_DIR),$(CLANGXX),$(TSAN_FLAGS),clang-deps))
 # The fake's event loop thread against the tests' threads that pause it, drop its watches and
-# send requests at once.
-$(TSAN_FAKE_UT): test/unit_fake_apiserver.cpp $(TSAN_DIR)/test/catch_main.o $(HTTPLIB) $(TSAN_FAKE_UT).d | clang-deps
+# send requests at once (unit_fake_apiserver), and the queue's own test.
+$(call TEST_BINS,$(TSAN_DIR),test/unit/unit_queue.cpp test/unit/unit_fake_apiserver.cpp): $(TSAN_DIR)/test/%: $(TSAN_DIR)/obj/test/support/catch_main.o $(TSAN_DIR)/libhp-test.a $(TSAN_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) $< $(TSAN_DIR)/test/catch_main.o -o $@ $(LIBS)
+	$(CLANGXX) $(TSAN_FLAGS) $(filter %.o,$^) -o $@ $(call LINK_LIBS,$(TSAN_DIR))
 
-$(TSAN_PROV): main.cpp $(HTTPLIB) $(TSAN_PROV).d | clang-deps
+$(TSAN_PROV): $(TSAN_DIR)/obj/main.o $(TSAN_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(CPPFLAGS) $(CXXFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) $< -o $@ $(LIBS)
+	$(CLANGXX) $(TSAN_FLAGS) $< -o $@ $(call LINK_LIBS,$(TSAN_DIR))
 
 tsan: $(TSAN_PROV) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS) $(FAKE)
 	PROVISIONER=$(TSAN_PROV) bash test/sanitized_run.sh tsan $(TSAN_DIR) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS)

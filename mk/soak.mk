@@ -1,4 +1,4 @@
-# make soak: the fault scenario of test/e2e_faults.cpp at full size (a few hundred claims,
+# make soak: the fault scenario of test/e2e/e2e_faults.cpp at full size (a few hundred claims,
 # a minute-long pause of the API server, a pause longer than the client's request timeout),
 # against the real binary and the fake API server. Takes several minutes. SEED=N replays a run.
 # Both binaries are copied first, so that a rebuild meanwhile cannot pull them from under a

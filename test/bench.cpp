@@ -74,8 +74,8 @@
 #include <httplib.h>
 #include <picojson.h>
 
-#include "test/harness.hpp"
-#include "test/loopfs.hpp"
+#include "test/support/harness.hpp"
+#include "test/support/loopfs.hpp"
 
 namespace {
 
@@ -311,7 +311,7 @@ class Fake {
   mutable std::vector<std::unique_ptr<Api>> clients_;
 };
 
-// Waits in the fake (GET /fake/wait, see test/fake_apiserver.hpp) until `count` objects matched
+// Waits in the fake (GET /fake/wait, see test/fake/fake_apiserver.hpp) until `count` objects matched
 // `query`; returns when the last of them was recorded there (ns since the epoch).
 int64_t WaitInFake(Api& api, const std::string& query, long count) {
   auto end = std::chrono::steady_clock::now() + kBurstLimit;

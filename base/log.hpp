@@ -1,0 +1,90 @@
+// Leveled log lines on stderr: one line per meaningful event, UTC RFC 3339 timestamps,
+// text ("2026-11-21T22:10:00.123Z info  provisioned default/data -> pvc-1 (3.1 ms)") or
+// JSON ({"ts":"...","level":"info","msg":"..."}) for log collectors.
+// Lines are valid UTF-8 (bytes that are not become U+FFFD). Thread-safe: each line is written
+// with one write(2).
+#pragma once
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <string>
+
+#include "base/text.hpp"
+
+namespace logging {
+
+enum class Level { kError, kWarn, kInfo, kDebug };
+
+inline std::atomic<int>& Verbosity() { static std::atomic<int> v{0}; return v; }
+inline std::atomic<bool>& Json() { static std::atomic<bool> j{false}; return j; }
+
+// Now in UTC, RFC 3339, with `digits` (0, 3 or 6) digits of fractional seconds:
+// "2026-11-21T22:10:00Z", "...00.123Z" (log lines), "...00.123456Z" (metav1.MicroTime).
+inline std::string UtcNow(int digits) {
+  auto now = std::chrono::system_clock::now();
+  std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  long us = static_cast<long>(std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1000000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[80];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                        tm.tm_hour, tm.tm_min, tm.tm_sec);
+  if (digits == 3) n += std::snprintf(buf + n, sizeof buf - n, ".%03ld", us / 1000);
+  if (digits == 6) n += std::snprintf(buf + n, sizeof buf - n, ".%06ld", us);
+  std::snprintf(buf + n, sizeof buf - n, "Z");
+  return buf;
+}
+
+inline std::string TimestampUtc() { return UtcNow(3); }
+
+inline std::string JsonEscape(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out;
+}
+
+inline void Write(Level level, const std::string& text) {
+  const std::string msg = ValidUtf8(text);
+  static const char* names[] = {"error", "warn", "info", "debug"};
+  const char* name = names[static_cast<int>(level)];
+  std::string line;
+  if (Json()) {
+    line = "{\"ts\":\"" + TimestampUtc() + "\",\"level\":\"" + name + "\",\"msg\":\"" + JsonEscape(msg) + "\"}\n";
+  } else {
+    std::string flat = msg;
+    for (char& c : flat)
+      if (c == '\n') c = ' ';
+    line = TimestampUtc() + " " + name + (level == Level::kInfo || level == Level::kWarn ? "  " : " ") + flat + "\n";
+  }
+  ssize_t ignored = ::write(2, line.data(), line.size());
+  (void)ignored;
+}
+
+}  // namespace logging
+
+inline void LogError(const std::string& msg) { logging::Write(logging::Level::kError, msg); }
+inline void LogWarn(const std::string& msg) { logging::Write(logging::Level::kWarn, msg); }
+inline void LogInfo(const std::string& msg) { logging::Write(logging::Level::kInfo, msg); }
+// Debug lines appear when the verbosity (--v) is at least `v` (1 or more).
+inline bool LogEnabled(int v) { return logging::Verbosity() >= v; }
+inline void LogDebug(int v, const std::string& msg) {
+  if (LogEnabled(v)) logging::Write(logging::Level::kDebug, msg);
+}

@@ -1,0 +1,506 @@
+// Copying a volume directory into a new one, for a claim cloned from another claim: as
+// `cp -a --sparse=always` copies, but safe against a hostile, changing source tree, in
+// bounded memory, stoppable, and with reflinks or a btrfs snapshot where the filesystem can.
+//
+// Hand-written: cp is a program (and follows no rule about mounts, descriptors or memory), and
+// no C++ library walks a hostile tree with the rules below. The walk is usage_walk.hpp's, with
+// a destination directory beside each source one; file data and metadata are file_copy.hpp's.
+// The rules, those of removal in fsops.hpp:
+//   - nothing outside the source is read: every source directory is entered with
+//     openat(O_DIRECTORY | O_NOFOLLOW) relative to its parent's descriptor and checked to be the
+//     directory that was stat'ed (device, inode); files are opened O_NOFOLLOW | O_NONBLOCK (a
+//     FIFO swapped in does not block) and checked likewise; symlinks are read, never followed;
+//   - an entry on another mount (device or mount id differs from the source's) is not entered,
+//     and is named in skipped_mounts; a btrfs subvolume nested in the source (another device,
+//     the same mount) is left out too, and named in skipped_subvolumes;
+//   - nothing outside the destination is written: entries are made with mkdirat, symlinkat,
+//     linkat and openat(O_CREAT | O_EXCL | O_NOFOLLOW) relative to descriptors of directories
+//     the copier made itself, never renamed in (a project quota on the destination counts them);
+//   - bounded: at most kCopyOpenDirs source and as many destination directory descriptors
+//     (deeper, some are closed and opened again by name, checked, when the walk comes back);
+//     one buffer of directory entries, read a buffer at a time however wide the directory; a
+//     name per level; at most kCopyLinksRemembered inodes with several links.
+// Entries that vanish or are replaced between being listed and being copied are left out and
+// counted (a live volume changes while it is copied). A directory moved away while the walk is
+// inside it is copied on through the descriptors held, as any descriptor-based walk would; when
+// the walk must open it again by name and finds something else there, the copy ends with an
+// error (a pod cannot move anything out of its volume: renames across mounts fail with EXDEV).
+#pragma once
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/magic.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fs/file_copy.hpp"
+#include "fs/fsops.hpp"
+#include "base/status.hpp"
+
+enum class CopyMethod { kBytes, kReflink, kSnapshot };
+
+inline const char* Describe(CopyMethod m) {
+  switch (m) {
+    case CopyMethod::kReflink: return "reflink copy";
+    case CopyMethod::kSnapshot: return "btrfs snapshot";
+    case CopyMethod::kBytes: break;
+  }
+  return "byte copy";
+}
+
+constexpr size_t kCopyOpenDirs = 8;                      // per side: 8 source + 8 destination descriptors
+constexpr size_t kCopyMaxDepth = 65536;                  // levels; names kept per level bound the memory
+constexpr size_t kCopyLinksRemembered = 65536;           // inodes with several links, as usage_walk
+constexpr size_t kCopyLinkPathBytes = 16 << 20;          // the destination paths those keep, in all
+constexpr size_t kCopyMountsNamed = 16;                  // skipped mounts named; the rest counted
+
+// What has been copied so far.
+struct CopyProgress {
+  uint64_t bytes = 0, entries = 0;
+};
+
+struct CopyResult {
+  // kReflink when at least one file was reflinked and none had its data copied byte by byte;
+  // kBytes otherwise (also for a tree without data).
+  CopyMethod method = CopyMethod::kBytes;
+  uint64_t bytes = 0;              // file data copied (logical bytes, holes excluded)
+  uint64_t entries = 0;            // directories, files, symlinks made (hard links count once)
+  uint64_t skipped_special = 0;    // sockets, FIFOs, block/char devices: not copied
+  std::vector<std::string> skipped_mounts;  // first kCopyMountsNamed, relative to the source
+  uint64_t skipped_mount_count = 0;         // all of them
+  std::vector<std::string> skipped_subvolumes;  // btrfs subvolumes inside: first kCopyMountsNamed
+  uint64_t skipped_subvolume_count = 0;         // all of them
+  uint64_t vanished = 0;  // entries gone or replaced between being listed and copied: left out
+};
+
+struct CopyOptions {
+  const std::atomic<bool>* cancel = nullptr;           // set: stop soon, return kCanceled
+  std::function<void(const CopyProgress&)> progress;  // called every progress_entries / progress_bytes
+  uint64_t progress_entries = 4096;
+  uint64_t progress_bytes = 64 << 20;
+  size_t links_remembered = kCopyLinksRemembered;  // inodes with several links kept as links
+};
+
+namespace copy_detail {
+
+using fsops_detail::Fd;
+
+class TreeCopier {
+ public:
+  TreeCopier(int src_fd, int dst_fd, const CopyOptions& opt) : src_root_(src_fd), dst_root_(dst_fd), opt_(opt) {
+    data_.cancel = opt.cancel;
+    data_.on_bytes = [this](uint64_t n) {
+      result_.bytes += n;
+      Tick();
+    };
+  }
+
+  Result<CopyResult> Run() {
+    struct statx sx;
+    if (statx(src_root_, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, kMask, &sx) != 0) return PosixError("stat the source", errno);
+    if (!S_ISDIR(sx.stx_mode)) return Status::Invalid("the source is not a directory");
+    src_id_ = fsops_detail::DirIdOf(sx);
+    // Descriptors of our own: reading a directory moves its descriptor's position, which the
+    // caller's must keep.
+    Fd src(fsops_detail::OpenDirNoFollow(src_root_, "."));
+    if (src.get() < 0) return PosixError("open the source", errno);
+    Fd dst(openat(dst_root_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dst.get() < 0) return PosixError("open the destination", errno);
+    if (int err = fsops_detail::GetDirId(dst.get(), &dst_id_)) return PosixError("stat the destination", err);
+    frames_.push_back(Frame{"", src_id_.ino, dst_id_.ino, std::move(src), std::move(dst), file_copy::MetaOf(sx)});
+    open_.push_back(0);
+    buf_ = std::make_unique<char[]>(kBufBytes);
+
+    while (!frames_.empty()) {
+      if (Canceled()) return Status(Status::kCanceled, "copy stopped before the end (canceled) at " + Shown(""));
+      if (open_.back() != frames_.size() - 1) {
+        if (Status s = Reopen(); !s.ok()) return s;
+      }
+      if (pos_ >= len_) {
+        Result<bool> more = Fill();
+        if (!more.ok()) return more.status();
+        if (!*more) {
+          if (Status s = Finish(); !s.ok()) return s;
+          continue;
+        }
+      }
+      const auto* d = reinterpret_cast<const dirent64*>(buf_.get() + pos_);
+      pos_ += d->d_reclen;
+      frames_.back().cookie = d->d_off;
+      const char* n = d->d_name;
+      if (n[0] == '.' && (n[1] == '\0' || (n[1] == '.' && n[2] == '\0'))) continue;
+      if (Status s = Visit(n); !s.ok()) return s;
+    }
+    result_.method = reflinked_ && !byte_copied_ ? CopyMethod::kReflink : CopyMethod::kBytes;
+    return result_;
+  }
+
+ private:
+  static constexpr size_t kBufBytes = 32 * 1024;
+  static constexpr unsigned kMask = STATX_BASIC_STATS | STATX_MNT_ID;
+
+  // A directory being copied, and its copy. As in usage_walk: only the top frame reads, into
+  // the one buffer; a frame below resumes after `cookie`; closed ones are opened again by name
+  // (which ones stay open: Trim).
+  struct Frame {
+    std::string name;  // in the frame below (frame 0: "")
+    ino_t src_ino = 0, dst_ino = 0;
+    Fd src, dst;  // both -1 while closed (too many open)
+    file_copy::Meta meta;  // set on the copy once its contents are in (times, and a default ACL
+                           // that must not reach the entries made inside)
+    off_t cookie = 0;
+    bool seek = false;
+  };
+
+  // The first copy of an inode with several links, to link its other names to.
+  struct Linked {
+    ino_t dst_ino = 0;
+    std::string path;  // relative to the destination
+  };
+
+  bool Canceled() const { return opt_.cancel != nullptr && opt_.cancel->load(std::memory_order_relaxed); }
+
+  // `name` in the top frame, relative to the source ("." for the source itself).
+  std::string Rel(const std::string& name) const {
+    std::string rel = PathTo(frames_.size() - 1);
+    if (!name.empty()) rel += (rel.empty() ? "" : "/") + name;
+    return rel.empty() ? "." : rel;
+  }
+  std::string Shown(const std::string& name) const { return fsops_detail::Printable(Rel(name)); }
+  Status Fail(const std::string& what, const std::string& name, int err) const {
+    if (err == ECANCELED) return Status(Status::kCanceled, "copy stopped before the end (canceled) at " + Shown(name));
+    return PosixError(what + " " + Shown(name), err);
+  }
+
+  void Tick() {
+    if (!opt_.progress) return;
+    if (result_.entries - told_.entries < opt_.progress_entries && result_.bytes - told_.bytes < opt_.progress_bytes) return;
+    told_ = CopyProgress{result_.bytes, result_.entries};
+    opt_.progress(told_);
+  }
+
+  Result<bool> Fill() {
+    Frame& top = frames_.back();
+    if (top.seek) {
+      if (lseek(top.src.get(), top.cookie, SEEK_SET) < 0) return Fail("list", "", errno);
+      top.seek = false;
+    }
+    ssize_t n = getdents64(top.src.get(), buf_.get(), kBufBytes);
+    if (n < 0) return Fail("list", "", errno);
+    pos_ = 0;
+    len_ = static_cast<size_t>(n);
+    return n > 0;
+  }
+
+  // Copies the entry `name` of the top frame; a directory becomes the new top frame.
+  Status Visit(const char* name) {
+    Frame& top = frames_.back();
+    struct statx sx;
+    if (statx(top.src.get(), name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, kMask, &sx) != 0) {
+      if (errno == ENOENT) return Vanished();
+      return Fail("stat", name, errno);
+    }
+    const fsops_detail::DirId id = fsops_detail::DirIdOf(sx);
+    if (!fsops_detail::SameMount(id, src_id_)) return fsops_detail::OnMountOf(id, src_id_) ? SkipSubvolume(name) : SkipMount(name);
+    Status s;
+    switch (sx.stx_mode & S_IFMT) {
+      case S_IFDIR: s = EnterDir(name, sx); break;
+      case S_IFREG: s = CopyFile(name, sx); break;
+      case S_IFLNK: s = CopyLink(name, sx); break;
+      default: ++result_.skipped_special; break;
+    }
+    Tick();
+    return s;
+  }
+
+  Status Vanished() {
+    ++result_.vanished;
+    return Status::Ok();
+  }
+
+  Status SkipMount(const std::string& name) {
+    if (result_.skipped_mounts.size() < kCopyMountsNamed) result_.skipped_mounts.push_back(Rel(name));
+    ++result_.skipped_mount_count;
+    return Status::Ok();
+  }
+
+  Status SkipSubvolume(const std::string& name) {
+    if (result_.skipped_subvolumes.size() < kCopyMountsNamed) result_.skipped_subvolumes.push_back(Rel(name));
+    ++result_.skipped_subvolume_count;
+    return Status::Ok();
+  }
+
+  // Is the open directory fd the directory `ino` on the source's mount?
+  bool SameSrc(int fd, ino_t ino) const {
+    fsops_detail::DirId got;
+    return fsops_detail::GetDirId(fd, &got) == 0 && got.ino == ino && fsops_detail::SameMount(got, src_id_);
+  }
+  bool SameDst(int fd, ino_t ino) const {
+    fsops_detail::DirId got;
+    return fsops_detail::GetDirId(fd, &got) == 0 && got.ino == ino && got.dev == dst_id_.dev;
+  }
+
+  Status EnterDir(const char* name, const struct statx& sx) {
+    // The caller's mistake of a destination inside the source must not copy it into itself.
+    if (sx.stx_ino == dst_id_.ino && fsops_detail::DirIdOf(sx).dev == dst_id_.dev) return Status::Ok();
+    if (frames_.size() > kCopyMaxDepth) {
+      return Status::Error("copy " + Shown(name) + ": deeper than " + std::to_string(kCopyMaxDepth) + " levels");
+    }
+    Frame& top = frames_.back();
+    Fd src(fsops_detail::OpenDirNoFollow(top.src.get(), name));
+    if (src.get() < 0) {
+      if (errno == ENOENT || errno == ELOOP || errno == ENOTDIR) return Vanished();
+      return Fail("open", name, errno);
+    }
+    if (!SameSrc(src.get(), sx.stx_ino)) return Vanished();
+    // 0700 while being filled: its own mode (perhaps read-only) comes with its times, in Finish.
+    if (mkdirat(top.dst.get(), name, 0700) != 0) return Fail("make the copy of", name, errno);
+    Fd dst(openat(top.dst.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    fsops_detail::DirId dst_id;
+    if (dst.get() < 0 || fsops_detail::GetDirId(dst.get(), &dst_id) != 0) return Fail("open the copy of", name, errno);
+    ++result_.entries;
+    top.seek = true;
+    pos_ = len_ = 0;
+    frames_.push_back(Frame{name, sx.stx_ino, dst_id.ino, std::move(src), std::move(dst), file_copy::MetaOf(sx)});
+    open_.push_back(frames_.size() - 1);
+    Trim();
+    return Status::Ok();
+  }
+
+  // Keeps at most kCopyOpenDirs frames open (see fsops_detail::CheckpointToClose).
+  void Trim() {
+    while (open_.size() > kCopyOpenDirs) {
+      const size_t j = fsops_detail::CheckpointToClose(open_);
+      Frame& f = frames_[open_[j]];
+      f.src.Reset();
+      f.dst.Reset();
+      open_.erase(open_.begin() + static_cast<std::ptrdiff_t>(j));
+    }
+  }
+
+  // The top frame was closed: opens it again, and the closed frames below it, by name from the
+  // nearest open one, both source and copy, each checked to be the directory it was.
+  Status Reopen() {
+    const size_t top = frames_.size() - 1;
+    for (size_t i = open_.back() + 1; i <= top; ++i) {
+      Frame& f = frames_[i];
+      Frame& below = frames_[i - 1];  // open: the nearest open one, or the one just opened
+      f.src = Fd(fsops_detail::OpenDirNoFollow(below.src.get(), f.name.c_str()));
+      f.dst = Fd(openat(below.dst.get(), f.name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (f.src.get() < 0 || !SameSrc(f.src.get(), f.src_ino)) {
+        return Status::Error("copy " + fsops_detail::Printable(PathTo(i)) +
+                             ": the directory was moved or replaced while being copied; try again");
+      }
+      if (f.dst.get() < 0 || !SameDst(f.dst.get(), f.dst_ino)) {
+        return Status::Error("copy " + fsops_detail::Printable(PathTo(i)) + ": its copy was moved or replaced while being made");
+      }
+      f.seek = true;
+      open_.push_back(i);
+      Trim();
+    }
+    return Status::Ok();
+  }
+
+  // The directory of frame `frame`, relative to the source ("" for the source itself).
+  std::string PathTo(size_t frame) const {
+    std::string rel;
+    for (size_t i = 1; i <= frame; ++i) (rel += i > 1 ? "/" : "") += frames_[i].name;
+    return rel;
+  }
+
+  // The top frame's listing is done: its copy gets its owner, xattrs, mode and times.
+  Status Finish() {
+    Frame& f = frames_.back();
+    const char* what = "";
+    if (int err = file_copy::SetMeta(f.src.get(), f.dst.get(), f.meta, &what)) return Fail(what, "", err);
+    frames_.pop_back();
+    open_.pop_back();  // the top is open while it is read
+    pos_ = len_ = 0;
+    if (!frames_.empty()) frames_.back().seek = true;
+    return Status::Ok();
+  }
+
+  Status CopyFile(const char* name, const struct statx& sx) {
+    Frame& top = frames_.back();
+    const bool several = sx.stx_nlink > 1;
+    if (several) {
+      auto it = links_.find(sx.stx_ino);
+      if (it != links_.end()) {
+        bool linked = false;
+        if (Status s = LinkTo(it->second, name, &linked); !s.ok() || linked) return s;
+      }
+    }
+    const int flags = O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC;
+    Fd in(openat(top.src.get(), name, flags | O_NOATIME));
+    if (in.get() < 0 && errno == EPERM) in = Fd(openat(top.src.get(), name, flags));
+    if (in.get() < 0) {
+      if (errno == ENOENT || errno == ELOOP || errno == ENXIO) return Vanished();  // ENXIO: a socket swapped in
+      return Fail("open", name, errno);
+    }
+    struct statx now;  // what is copied: the file as opened, checked to be the one listed
+    if (statx(in.get(), "", AT_EMPTY_PATH, kMask, &now) != 0) return Fail("stat", name, errno);
+    if (!S_ISREG(now.stx_mode) || now.stx_ino != sx.stx_ino || !fsops_detail::SameMount(fsops_detail::DirIdOf(now), src_id_))
+      return Vanished();
+    Fd out(openat(top.dst.get(), name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (out.get() < 0) return Fail("make the copy of", name, errno);
+    bool reflinked = false;
+    if (int err = file_copy::CopyData(in.get(), out.get(), now.stx_size, &data_, &reflinked)) return Fail("copy the data of", name, err);
+    if (reflinked) {
+      reflinked_ = true;
+      result_.bytes += std::min<uint64_t>(now.stx_size, now.stx_blocks * 512);  // holes excluded, roughly
+    } else if (now.stx_size > 0) {
+      byte_copied_ = true;
+    }
+    const char* what = "";
+    if (int err = file_copy::SetMeta(in.get(), out.get(), file_copy::MetaOf(now), &what)) return Fail(what, name, err);
+    ++result_.entries;
+    if (several) Remember(sx.stx_ino, out.get(), name);
+    return Status::Ok();
+  }
+
+  // Remembers the copy of an inode with several links, while under the bounds; past them, its
+  // further names become copies of their own.
+  void Remember(ino_t ino, int out_fd, const char* name) {
+    if (links_.size() >= opt_.links_remembered) return;
+    std::string path = Rel(name);
+    if (link_path_bytes_ + path.size() > kCopyLinkPathBytes) return;
+    struct stat st;
+    if (fstat(out_fd, &st) != 0) return;
+    link_path_bytes_ += path.size();
+    links_.emplace(ino, Linked{st.st_ino, std::move(path)});
+  }
+
+  // Makes `name` in the top frame's copy a hard link to the earlier copy `to`, found again by
+  // name from the destination (no symlink followed) and checked to be that copy. *linked false
+  // when it is no longer there or cannot take another link: then the caller copies the file.
+  Status LinkTo(const Linked& to, const char* name, bool* linked) {
+    Fd dir(openat(frames_.front().dst.get(), ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    size_t start = 0;
+    for (size_t slash; dir.get() >= 0 && (slash = to.path.find('/', start)) != std::string::npos; start = slash + 1) {
+      dir = Fd(openat(dir.get(), to.path.substr(start, slash - start).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    }
+    const std::string last = to.path.substr(start);
+    struct stat st;
+    if (dir.get() < 0 || fstatat(dir.get(), last.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_ino != to.dst_ino) return Status::Ok();
+    if (linkat(dir.get(), last.c_str(), frames_.back().dst.get(), name, 0) != 0) {
+      if (errno == EMLINK) return Status::Ok();
+      return Fail("link the copy of", name, errno);
+    }
+    *linked = true;
+    return Status::Ok();
+  }
+
+  Status CopyLink(const char* name, const struct statx& sx) {
+    Frame& top = frames_.back();
+    Fd link(openat(top.src.get(), name, O_PATH | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st;
+    if (link.get() < 0 || fstatat(link.get(), "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
+      if (errno == ENOENT) return Vanished();
+      return Fail("open", name, errno);
+    }
+    if (!S_ISLNK(st.st_mode) || st.st_ino != sx.stx_ino) return Vanished();
+    char target[4097];
+    ssize_t n = readlinkat(link.get(), "", target, sizeof target);
+    if (n < 0) return Fail("read the symlink", name, errno);
+    if (n >= static_cast<ssize_t>(sizeof target)) return Fail("read the symlink", name, ENAMETOOLONG);
+    target[n] = '\0';
+    if (symlinkat(target, top.dst.get(), name) != 0) return Fail("make the copy of", name, errno);
+    const char* what = "";
+    if (int err = file_copy::SetLinkMeta(top.src.get(), top.dst.get(), name, file_copy::MetaOf(sx), &what))
+      return Fail(what, name, err);
+    ++result_.entries;
+    return Status::Ok();
+  }
+
+  const int src_root_, dst_root_;
+  const CopyOptions& opt_;
+  fsops_detail::DirId src_id_, dst_id_;
+  std::vector<Frame> frames_;
+  std::vector<size_t> open_;  // indexes of the frames whose descriptors are open, ascending
+  std::unique_ptr<char[]> buf_;
+  size_t pos_ = 0, len_ = 0;  // the unread part of buf_, the top frame's
+  std::unordered_map<ino_t, Linked> links_;
+  size_t link_path_bytes_ = 0;
+  file_copy::DataCopy data_;
+  bool reflinked_ = false, byte_copied_ = false;
+  CopyResult result_;
+  CopyProgress told_;
+};
+
+constexpr ino_t kSubvolumeRootIno = 256;  // BTRFS_FIRST_FREE_OBJECTID (btrfs_tree.h), as quota.hpp
+
+// The filesystem id btrfs gives all subvolumes of one filesystem (st_dev differs per subvolume).
+inline int BtrfsFsid(int fd, std::string* fsid) {
+  btrfs_ioctl_fs_info_args info{};
+  if (ioctl(fd, BTRFS_IOC_FS_INFO, &info) != 0) return errno;
+  fsid->assign(reinterpret_cast<const char*>(info.fsid), sizeof info.fsid);
+  return 0;
+}
+
+inline bool OnBtrfs(int fd) {
+  struct statfs sf;
+  return fstatfs(fd, &sf) == 0 && static_cast<uint32_t>(sf.f_type) == BTRFS_SUPER_MAGIC;
+}
+
+}  // namespace copy_detail
+
+// Copies the contents of the directory src_fd into the empty directory dst_fd (made by the
+// caller, perhaps under a project quota: everything is created inside it, nothing renamed in),
+// then gives dst_fd the source directory's owner, xattrs, mode and times. See the rules at the
+// top of this file. Regular files, directories and symlinks (as links) are copied with owner,
+// mode (set-ID and sticky bits too), times in nanoseconds, xattrs and ACLs, holes kept, hard
+// links kept as links (the first opt.links_remembered inodes); sockets, FIFOs and devices are
+// counted and left out; mounts and nested btrfs subvolumes are left out and named. Each file is reflinked (FICLONE)
+// while the filesystem allows; once refused, the rest is copied byte by byte.
+// Errors name the path relative to the source and keep the errno (ENOSPC, EDQUOT: does not
+// fit). Once *opt.cancel turns true, stops within one entry or kChunkBytes: kCanceled. On any
+// failure the destination holds a partial copy, left for the caller to remove (Root::RemoveTree).
+// Blocks for as long as the copy takes: run it on a thread of its own, at idle priority
+// (LowerThreadPriority, usage.hpp), so that it holds up nothing else.
+inline Result<CopyResult> CopyContents(int src_fd, int dst_fd, const CopyOptions& opt) {
+  return copy_detail::TreeCopier(src_fd, dst_fd, opt).Run();
+}
+
+// Makes dst_parent/name a writable btrfs snapshot (BTRFS_IOC_SNAP_CREATE_V2) of src_fd, which
+// must be the root of a subvolume (inode 256) on the same btrfs filesystem as dst_parent_fd.
+// kInvalid saying why when it is not (the caller then uses CopyContents); another error naming
+// the errno when the snapshot fails. Subvolumes nested inside the source are not in the
+// snapshot: btrfs leaves an empty directory in their place (CopyContents would skip them too).
+inline Status SnapshotSubvolume(int src_fd, int dst_parent_fd, const std::string& name) {
+  if (!Root::ValidName(name)) return Status::Invalid("invalid snapshot name \"" + fsops_detail::Printable(name) + "\"");
+  if (name.size() > BTRFS_SUBVOL_NAME_MAX) return Status::Invalid("snapshot name too long for btrfs");
+  if (!copy_detail::OnBtrfs(src_fd)) return Status::Invalid("the source is not on btrfs");
+  if (!copy_detail::OnBtrfs(dst_parent_fd)) return Status::Invalid("the destination is not on btrfs");
+  struct stat st;
+  if (fstat(src_fd, &st) != 0) return PosixError("stat the source", errno);
+  if (!S_ISDIR(st.st_mode) || st.st_ino != copy_detail::kSubvolumeRootIno) {
+    return Status::Invalid("the source is not a btrfs subvolume (its root directory would be inode 256, not " +
+                           std::to_string(st.st_ino) + ")");
+  }
+  std::string src_fsid, dst_fsid;
+  if (int err = copy_detail::BtrfsFsid(src_fd, &src_fsid)) return PosixError("read the btrfs filesystem id of the source", err);
+  if (int err = copy_detail::BtrfsFsid(dst_parent_fd, &dst_fsid)) return PosixError("read the btrfs filesystem id of the destination", err);
+  if (src_fsid != dst_fsid) return Status::Invalid("the source and the destination are on different btrfs filesystems");
+  btrfs_ioctl_vol_args_v2 args{};
+  args.fd = src_fd;  // flags 0: writable
+  std::memcpy(args.name, name.data(), name.size());
+  if (ioctl(dst_parent_fd, BTRFS_IOC_SNAP_CREATE_V2, &args) != 0) {
+    const int err = errno;
+    if (err == EXDEV || err == EOPNOTSUPP || err == ENOTTY) return Status(Status::kInvalid, "btrfs snapshot refused: " + fsops_detail::ErrnoText(err), err);
+    return PosixError("btrfs snapshot of the source as " + fsops_detail::Printable(name), err);
+  }
+  return Status::Ok();
+}

@@ -1,0 +1,185 @@
+// The typed calls the controller makes (list, watch, create, patch, delete, events, leases)
+// over an ApiConnection (api_connection.hpp). JSON mapping lives in k8s_json.hpp; policy
+// lives elsewhere.
+#pragma once
+#include <httplib.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kube/api_connection.hpp"
+#include "kube/k8s_json.hpp"
+#include "base/objects.hpp"
+#include "base/status.hpp"
+
+// Resource collection paths (cluster-wide).
+namespace api {
+inline constexpr const char* kClaims = "/api/v1/persistentvolumeclaims";
+inline constexpr const char* kVolumes = "/api/v1/persistentvolumes";
+inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses";
+inline constexpr const char* kNodes = "/api/v1/nodes";
+inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
+inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
+
+// A value for a query string, percent-encoded.
+inline std::string QueryEscape(const std::string& v) {
+  return httplib::detail::encode_query_param(v);
+}
+}  // namespace api
+
+// The typed calls the program makes, over one connection (not thread-safe, as the connection).
+// Each returns the API's error as a Status (Check: kNotFound, kConflict, kForbidden, ...);
+// the connection's last_retry_after() gives the answer's Retry-After.
+class KubeApi {
+ public:
+  // Longer than any object the API server stores (etcd's limit is about 1.5 MiB).
+  static constexpr size_t kMaxObjectBytes = size_t{16} << 20;
+  explicit KubeApi(ApiConnection* conn) : conn_(conn) {}
+
+  // One page of a collection: at most `limit` items and, unless limit is 1, at most
+  // kMaxPageBytes of JSON (a longer page is kTooLarge: ask again for fewer). Follow
+  // continue_token while it is not empty. Each item goes to on_item as FromJson<T> reads it.
+  static constexpr size_t kMaxPageBytes = size_t{4} << 20;
+  template <class T>
+  Result<ListPage> List(const std::string& collection, const std::string& continue_token, int limit,
+                        const std::function<void(Result<T>)>& on_item) {
+    std::string path = collection + "?limit=" + std::to_string(limit);
+    if (!continue_token.empty()) path += "&continue=" + api::QueryEscape(continue_token);
+    auto r = conn_->Request("GET", path, "", "application/json", std::chrono::seconds(0),
+                            limit > 1 ? kMaxPageBytes : kMaxObjectBytes);
+    if (Status s = Check(r, "list " + collection); !s.ok()) return s;
+    Result<ListPage> page = ParseList<T>(r->body, on_item);
+    if (!page.ok()) return page.status().Wrap("reading " + collection);
+    return page;
+  }
+
+  // Watches a collection from `resource_version` for about timeout_seconds; each line goes to
+  // on_event as ParseWatchEvent<T> reads it (an unreadable line ends the watch with its error).
+  // Returns when the server ends the stream, on_event returns false, or on an error.
+  template <class T>
+  Status Watch(const std::string& collection, const std::string& resource_version, int timeout_seconds,
+               const std::function<bool(const WatchEvent<T>&)>& on_event) {
+    std::string path = collection + "?watch=true&allowWatchBookmarks=true&resourceVersion=" +
+                       api::QueryEscape(resource_version) + "&timeoutSeconds=" + std::to_string(timeout_seconds);
+    Status line_error;
+    Status s = conn_->Stream(
+        path,
+        [&](const std::string& line) {
+          Result<WatchEvent<T>> ev = ParseWatchEvent<T>(line);
+          if (!ev.ok()) line_error = ev.status();
+          return ev.ok() && on_event(*ev);
+        },
+        std::chrono::seconds(timeout_seconds + 30));
+    return line_error.ok() ? s : line_error;
+  }
+
+  // POST a PV. AlreadyExists comes back as kConflict.
+  Status CreateVolume(const Volume& v) {
+    return Check(conn_->Request("POST", api::kVolumes, VolumeToJson(v)), "create PersistentVolume " + v.meta.name);
+  }
+
+  Result<Volume> GetVolume(const std::string& name) {
+    auto r = conn_->Request("GET", std::string(api::kVolumes) + "/" + name);
+    if (Status s = Check(r, "get PersistentVolume " + name); !s.ok()) return s;
+    return FromJsonText<Volume>(r->body);
+  }
+
+  // Sets the PV's finalizers, if its resourceVersion is still the one in `v` (else kConflict).
+  Status SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers) {
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            FinalizersPatchJson(v.meta.resource_version, finalizers), "application/merge-patch+json");
+    return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
+  }
+
+  // Sets an annotation of the PV, if its resourceVersion is still the one in `v` (else kConflict).
+  Status SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value) {
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            SetAnnotationJson(v.meta.resource_version, key, value), "application/merge-patch+json");
+    return Check(r, "annotate PersistentVolume " + v.meta.name);
+  }
+
+  // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
+  Status DeleteVolume(const std::string& name, const std::string& uid) {
+    auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, DeleteIfUidJson(uid));
+    if (r.ok() && r->status == 404) return Status::Ok();
+    return Check(r, "delete PersistentVolume " + name);
+  }
+
+  // Removes an annotation from a claim, if its uid is still the claim's (else kConflict).
+  Status RemoveClaimAnnotation(const Claim& c, const std::string& key) {
+    auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name,
+                            RemoveAnnotationJson(c.meta.uid, key), "application/merge-patch+json");
+    return Check(r, "remove annotation " + key + " from PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
+  }
+
+  // PATCH a claim's status (strategic merge; `patch` carries its resourceVersion, so a claim
+  // changed since is kConflict). Returns the resourceVersion it has now.
+  Result<std::string> PatchClaimStatus(const Claim& c, const std::string& patch) {
+    auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name +
+                            "/status", patch, "application/strategic-merge-patch+json");
+    if (Status s = Check(r, "update the status of PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name); !s.ok())
+      return s;
+    Result<Claim> now = FromJsonText<Claim>(r->body);
+    if (!now.ok()) return now.status();
+    return now->meta.resource_version;
+  }
+
+  // Sets a PV's spec.capacity.storage, if its uid and resourceVersion are still the volume's
+  // (else kConflict: an instance with an older view never sets an older size).
+  Status SetVolumeCapacity(const Volume& v, const std::string& capacity) {
+    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                            CapacityPatchJson(v.meta.uid, v.meta.resource_version, capacity),
+                            "application/merge-patch+json");
+    return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
+  }
+
+  // Does the Node exist? (kNotFound when it does not.)
+  Status GetNode(const std::string& name) {
+    return Check(conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json",
+                                std::chrono::seconds(0), kMaxObjectBytes),
+                 "get Node " + name);
+  }
+
+  // DELETE the claim if its uid is still `uid`. NotFound is ok (already gone).
+  Status DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid) {
+    auto r = conn_->Request("DELETE", "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name, DeleteIfUidJson(uid));
+    if (r.ok() && r->status == 404) return Status::Ok();
+    return Check(r, "delete PersistentVolumeClaim " + ns + "/" + name);
+  }
+
+  Status CreateEvent(const Event& e) {
+    return Check(conn_->Request("POST", api::Events(e.meta.namespace_), EventToJson(e)), "create Event " + e.meta.name);
+  }
+
+  // Bumps an existing event's count, lastTimestamp and message (kNotFound if it expired).
+  Status BumpEvent(const Event& e) {
+    auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, EventBumpJson(e),
+                            "application/merge-patch+json");
+    return Check(r, "update Event " + e.meta.name);
+  }
+
+  // `timeout` bounds each read of the answer (the release at shutdown waits less).
+  Result<Lease> GetLease(const std::string& ns, const std::string& name, std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    auto r = conn_->Request("GET", api::Leases(ns) + "/" + name, "", "application/json", timeout);
+    if (Status s = Check(r, "get lease " + ns + "/" + name); !s.ok()) return s;
+    return FromJsonText<Lease>(r->body);
+  }
+
+  // Creates the lease (kConflict if it exists), or replaces it (kConflict if its
+  // resourceVersion changed meanwhile). Returns the lease as stored.
+  Result<Lease> CreateLease(const Lease& l) {
+    auto r = conn_->Request("POST", api::Leases(l.meta.namespace_), LeaseToJson(l));
+    if (Status s = Check(r, "create lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
+    return FromJsonText<Lease>(r->body);
+  }
+  Result<Lease> UpdateLease(const Lease& l, std::chrono::seconds timeout = std::chrono::seconds(30)) {
+    auto r = conn_->Request("PUT", api::Leases(l.meta.namespace_) + "/" + l.meta.name, LeaseToJson(l), "application/json",
+                            timeout);
+    if (Status s = Check(r, "update lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
+    return FromJsonText<Lease>(r->body);
+  }
+
+ private:
+  ApiConnection* conn_;
+};
