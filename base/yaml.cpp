@@ -14,11 +14,9 @@
 
 namespace {
 
-// Far above what kubeconfigs and manifests hold (a kubeconfig with a hundred clusters, users
-// and contexts has a few thousand nodes), low enough that hostile input stays cheap.
-constexpr size_t kMaxDepth = 200;
-constexpr size_t kMaxNodes = 200000;
-constexpr size_t kMaxBytes = 16 << 20;
+using yaml_detail::kMaxBytes;
+using yaml_detail::kMaxDepth;
+using yaml_detail::kMaxNodes;
 constexpr char kStdTag[] = "tag:yaml.org,2002:";
 
 // YAML 1.2 core schema numbers: [-+]?[0-9]+ and [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?

@@ -12,14 +12,24 @@
 // - refused: duplicate keys, collections or empty plain scalars as keys, .inf and .nan (JSON
 //   has no such numbers), numbers out of range, nesting deeper than 200 levels, and more than
 //   200,000 nodes or 16 MiB of scalar text in all (each use of an alias counts in full, so a
-//   "billion laughs" document stops there; yaml.cpp's kMaxDepth, kMaxNodes, kMaxBytes).
+//   "billion laughs" document stops there; kMaxDepth, kMaxNodes and kMaxBytes below).
 #pragma once
 #include <picojson.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 #include "base/status.hpp"
+
+namespace yaml_detail {
+// The limits on what a stream may hold. Far above what kubeconfigs and manifests hold (a
+// kubeconfig with a hundred clusters, users and contexts has a few thousand nodes), low enough
+// that hostile input stays cheap.
+constexpr size_t kMaxDepth = 200;
+constexpr size_t kMaxNodes = 200000;
+constexpr size_t kMaxBytes = 16 << 20;
+}  // namespace yaml_detail
 
 // Parses a YAML stream into one value per non-empty document, in order. On error returns
 // kInvalid with a message "line L, column C: what is wrong" (1-based; "byte N: ..." for
