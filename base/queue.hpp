@@ -10,14 +10,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
-#include <map>
 #include <mutex>
 #include <random>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
-#include <vector>
 
 // The delay after `failures` failures in a row: base * 2^failures, capped at `cap`, then
 // +-20 % jitter so that many keys (or watches) failing together do not retry together.
@@ -60,153 +58,54 @@ class WorkQueue {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // An empty queue whose failed keys come back after `base` * 2^failures, at most `cap`.
   WorkQueue(std::chrono::milliseconds base = std::chrono::milliseconds(500),
             std::chrono::milliseconds cap = std::chrono::minutes(5))
       : base_(base), cap_(cap), rng_(std::random_device{}()) {}
 
   // Makes `key` due now (unless it is already waiting to run now) — or, while a server's
-  // Retry-After given to AddRateLimited holds for it, when that ends.
-  void Add(const std::string& key) {
-    Clock::time_point hold;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = not_before_.find(key);
-      if (it == not_before_.end() || it->second <= Clock::now()) {
-        AddLocked(key);
-        cv_.notify_one();
-        return;
-      }
-      hold = it->second;
-    }
-    AddAfter(key, std::chrono::duration_cast<std::chrono::milliseconds>(hold - Clock::now()) + std::chrono::milliseconds(1));
-  }
+  // Retry-After given to AddRateLimited holds for it, when that ends. A pending delay of the
+  // key is cancelled. A key a worker has is handed out again only after its Done().
+  void Add(const std::string& key);
 
-  // Makes `key` due after `delay` (an earlier pending time wins).
-  void AddAfter(const std::string& key, std::chrono::milliseconds delay) {
-    if (delay.count() <= 0) return Add(key);
-    std::lock_guard<std::mutex> lock(mu_);
-    Clock::time_point at = Clock::now() + delay;
-    auto it = delayed_at_.find(key);
-    if (it != delayed_at_.end()) {
-      if (it->second <= at) return;
-      delayed_.erase({it->second, key});
-    }
-    delayed_at_[key] = at;
-    delayed_.insert({at, key});
-    cv_.notify_one();
-  }
+  // Makes `key` due after `delay` (an earlier pending time wins); a delay of 0 or less is Add.
+  void AddAfter(const std::string& key, std::chrono::milliseconds delay);
 
-  // Requeues `key` after its next backoff step: base * 2^failures, capped, +-20% jitter.
-  // `at_least` (e.g. a server's Retry-After) raises the delay. Returns the delay used.
+  // Requeues `key` after its next backoff step: base * 2^failures, capped, +-20% jitter, and
+  // counts one more failure. `at_least` (e.g. a server's Retry-After) raises the delay, holds
+  // off Add() for that long, and drops an Add() made while a worker had the key. Returns the
+  // delay used.
   std::chrono::milliseconds AddRateLimited(const std::string& key,
-                                           std::chrono::milliseconds at_least = std::chrono::milliseconds(0)) {
-    std::chrono::milliseconds delay;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      delay = BackoffDelay(base_, cap_, failures_[key]++, rng_);
-      if (delay < at_least) delay = at_least;
-      if (at_least.count() > 0) {
-        not_before_[key] = Clock::now() + at_least;
-        // Added again while it was being worked on (a watch event): the server's word wins.
-        if (dirty_.erase(key)) {
-          auto it = std::find(ready_.begin(), ready_.end(), key);
-          if (it != ready_.end()) ready_.erase(it);
-        }
-      }
-    }
-    AddAfter(key, delay);
-    return delay;
-  }
+                                           std::chrono::milliseconds at_least = std::chrono::milliseconds(0));
 
-  // Clears the key's failure count (after success or when the object is gone).
-  void Forget(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    failures_.erase(key);
-    not_before_.erase(key);
-  }
+  // Clears the key's failure count and any Retry-After hold (after success or when the object
+  // is gone). A pending delay stays.
+  void Forget(const std::string& key);
 
-  int Failures(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = failures_.find(key);
-    return it == failures_.end() ? 0 : it->second;
-  }
+  // Failures counted for `key` since its last Forget(); 0 for an unknown key.
+  int Failures(const std::string& key);
 
   // Blocks until a key is due, and returns it; returns false once ShutDown() was called.
   // The caller must call Done(key) when it has finished with the key.
-  bool Get(std::string* key) {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      if (shutdown_) return false;
-      PromoteDueLocked();
-      if (!ready_.empty()) {
-        *key = std::move(ready_.front());
-        ready_.pop_front();
-        dirty_.erase(*key);
-        processing_.insert(*key);
-        return true;
-      }
-      if (delayed_.empty()) {
-        cv_.wait(lock);
-      } else {
-        // A copy: the set's node may be erased by another thread while we wait.
-        Clock::time_point next = delayed_.begin()->first;
-        cv_.wait_until(lock, next);
-      }
-    }
-  }
+  bool Get(std::string* key);
 
   // Ends a worker's turn with `key`: if it was added meanwhile, it is due again now.
-  void Done(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    processing_.erase(key);
-    if (dirty_.count(key) > 0) {
-      ready_.push_back(key);
-      cv_.notify_one();
-    }
-  }
+  void Done(const std::string& key);
 
   // Keys due now (or as soon as a worker is done with them) plus keys waiting for a delay
   // (for metrics).
-  size_t Depth() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return dirty_.size() + delayed_.size();
-  }
+  size_t Depth();
   // Keys to be handed out now (not those waiting out a backoff).
-  size_t Ready() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return dirty_.size();
-  }
+  size_t Ready();
 
-  void ShutDown() {
-    std::lock_guard<std::mutex> lock(mu_);
-    shutdown_ = true;
-    cv_.notify_all();
-  }
+  // Wakes every Get(), which returns false from then on: keys still queued are never handed out.
+  void ShutDown();
 
  private:
-  void AddLocked(const std::string& key) {
-    auto it = delayed_at_.find(key);
-    if (it != delayed_at_.end()) {
-      delayed_.erase({it->second, key});
-      delayed_at_.erase(it);
-    }
-    QueueLocked(key);
-  }
-
+  void AddLocked(const std::string& key);
   // Marks the key as due; it joins ready_ unless a worker has it (then Done queues it).
-  void QueueLocked(const std::string& key) {
-    if (dirty_.insert(key).second && processing_.count(key) == 0) ready_.push_back(key);
-  }
-
-  void PromoteDueLocked() {
-    Clock::time_point now = Clock::now();
-    while (!delayed_.empty() && delayed_.begin()->first <= now) {
-      std::string key = delayed_.begin()->second;
-      delayed_.erase(delayed_.begin());
-      delayed_at_.erase(key);
-      QueueLocked(key);
-    }
-  }
+  void QueueLocked(const std::string& key);
+  void PromoteDueLocked();
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -23,10 +23,9 @@ class Status {
   int sys_errno() const { return errno_; }  // the errno behind a failed system call; 0 if none
   const std::string& message() const { return message_; }
 
-  // Returns a copy whose message is "context: message" (one line of context per layer).
-  Status Wrap(const std::string& context) const {
-    return ok() ? *this : Status(code_, context + ": " + message_, errno_);
-  }
+  // Returns a copy whose message is "context: message" (one line of context per layer); an
+  // ok Status is returned unchanged. The code and errno stay.
+  Status Wrap(const std::string& context) const;
 
  private:
   Code code_ = kOk;

@@ -2,6 +2,7 @@
 // DELETED_NODE_CLEANUP_DELAY): a node that volumes of ours name, and whose Node object does
 // not exist, is remembered from when it was first seen missing; one that comes back, or that
 // no volume names any more, is forgotten. Pure: the caller passes the time and the caches.
+// Not thread-safe: one caller at a time.
 #pragma once
 #include <chrono>
 #include <map>
@@ -15,27 +16,12 @@ class GoneNodes {
   explicit GoneNodes(std::chrono::seconds delay) : delay_(delay) {}
 
   // Takes what the caches hold now: the nodes our volumes name and the Node objects that
-  // exist. Returns the named nodes missing for at least the delay.
+  // exist. Returns the named nodes missing for at least the delay, in name order.
   std::vector<std::string> Due(Clock::time_point now, const std::set<std::string>& named,
-                               const std::set<std::string>& present) {
-    for (auto it = missing_since_.begin(); it != missing_since_.end();)
-      it = named.count(it->first) && !present.count(it->first) ? std::next(it) : missing_since_.erase(it);
-    std::vector<std::string> due;
-    for (const std::string& node : named) {
-      if (present.count(node)) continue;
-      auto [it, added] = missing_since_.emplace(node, now);
-      if (now - it->second >= delay_) due.push_back(node);
-    }
-    return due;
-  }
+                               const std::set<std::string>& present);
 
   // When the next missing node becomes due; Clock::time_point::max() when none is missing.
-  Clock::time_point NextDue() const {
-    Clock::time_point next = Clock::time_point::max();
-    for (const auto& [node, since] : missing_since_)
-      if (since + delay_ < next) next = since + delay_;
-    return next;
-  }
+  Clock::time_point NextDue() const;
 
  private:
   const std::chrono::seconds delay_;
