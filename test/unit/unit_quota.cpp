@@ -91,7 +91,7 @@ struct TestFs {
   }
 };
 
-// ext4 made with project quotas, as the README tells administrators to.
+// ext4 made with project quotas, as docs/capacity.md tells administrators to.
 const char* const kExt4Features = "-O project,quota -E quotatype=prjquota";
 
 unsigned ProjectOf(const std::string& path) {
