@@ -60,6 +60,8 @@ endef
 TEST_BINS = $(foreach s,$(2),$(eval $(1)/test/$(basename $(notdir $(s))): $(1)/obj/$(s:.cpp=.o)))\
             $(patsubst %.cpp,$(1)/test/%,$(notdir $(2)))
 LINK_LIBS = -Wl,--start-group $(1)/libhp-test.a $(1)/libhp.a -Wl,--end-group $(LIBS)
+# Objects stay after a build (make would remove those only a pattern rule names).
+.PRECIOUS: $(BUILD)/%.o
 
 .PHONY: all deps test unit e2e demo image clean
 all: hostpath-provisioner
