@@ -210,7 +210,7 @@ class Root {
   Status MakeDir(const std::string& name, unsigned mode, int uid = -1, int gid = -1) const;
 
   // Removes root/name and everything below it, safely against a hostile tree (see
-  // fsops_detail::TreeRemover for the walk):
+  // fsops_detail::TreeRemover, tree_remover.hpp, for the walk):
   //  - never follows a symlink: a symlink (also one at `name` itself) is removed as a link,
   //    its target untouched; hard links are unlinked, their other names untouched;
   //  - never crosses a mount point (fsops_detail::OnMountOf): a mount inside is left alone and

@@ -18,6 +18,8 @@ class Roots {
  public:
   using Ref = std::shared_ptr<const Root>;
 
+  // PV_DIR's root, opened by the caller, and the paths of ALLOWED_PV_DIRS (PV_DIR among them
+  // is PV_DIR's root), each opened when first asked for (Get).
   Roots(Root primary, const std::vector<std::string>& allowed);
 
   // PV_DIR's root.
