@@ -11,53 +11,30 @@
 #include <string>
 #include <vector>
 
+#include "base/status.hpp"
 #include "fs/fsops.hpp"
 
 class Roots {
  public:
   using Ref = std::shared_ptr<const Root>;
 
-  Roots(Root primary, const std::vector<std::string>& allowed)
-      : primary_(std::make_shared<const Root>(std::move(primary))) {
-    for (const std::string& path : allowed)
-      if (path != primary_->path()) others_[path];
-  }
+  // PV_DIR's root, opened by the caller, and the paths of ALLOWED_PV_DIRS (PV_DIR among them
+  // is PV_DIR's root), each opened when first asked for (Get).
+  Roots(Root primary, const std::vector<std::string>& allowed);
 
   // PV_DIR's root.
   const Root& primary() const { return *primary_; }
 
   // The open root at `path`, checked to be still at its path (Root::StillAtPath). Errors: not
   // a configured root, cannot be opened (naming why), or PV_DIR moved since it was opened.
-  Result<Ref> Get(const std::string& path) {
-    Ref root = primary_;
-    if (path != primary_->path()) {
-      std::lock_guard<std::mutex> lock(mu_);
-      auto it = others_.find(path);
-      if (it == others_.end()) return Status::Invalid(path + " is not PV_DIR or one of ALLOWED_PV_DIRS");
-      if (it->second && !it->second->StillAtPath().ok()) it->second.reset();
-      if (!it->second) {
-        Result<Root> opened = Root::Open(path);
-        if (!opened.ok()) return opened.status();
-        it->second = std::make_shared<const Root>(std::move(*opened));
-      }
-      root = it->second;
-    }
-    if (Status s = root->StillAtPath(); !s.ok()) return s.Wrap("PV_DIR");
-    return root;
-  }
+  Result<Ref> Get(const std::string& path);
 
   // Ok while PV_DIR is still the directory opened at start (for the health check; the other
   // roots are opened again when they move).
   Status Check() const { return primary_->StillAtPath().Wrap("PV_DIR"); }
 
   // The roots opened so far (for the orphan scan and the metrics).
-  std::vector<Ref> Opened() const {
-    std::vector<Ref> out{primary_};
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [path, root] : others_)
-      if (root) out.push_back(root);
-    return out;
-  }
+  std::vector<Ref> Opened() const;
 
  private:
   const Ref primary_;

@@ -8,17 +8,17 @@
 // size) can replace it.
 #pragma once
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <map>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <utility>
 
-#include "fs/fsops.hpp"
 #include "base/status.hpp"
-#include "base/text.hpp"
+
+class Root;  // fs/fsops.hpp
 
 class SpaceBackend {
  public:
@@ -30,27 +30,14 @@ class SpaceBackend {
 // The filesystem's own figure: statvfs's blocks available to unprivileged users.
 class StatvfsSpace : public SpaceBackend {
  public:
-  Result<uint64_t> Available(const Root& root) const override {
-    uint64_t free_bytes = 0, total_bytes = 0;
-    if (Status s = root.Space(&free_bytes, &total_bytes); !s.ok()) return s;
-    return free_bytes;
-  }
+  Result<uint64_t> Available(const Root& root) const override;
 };
 
 // Pure. Does a volume of `request` bytes fit, with `available` bytes free on the filesystem
 // and `promised` bytes promised to `volumes` other volumes under the same root? "" if it does,
 // else a message naming the sizes (SpaceAdvice says what to do).
-inline std::string SpaceShortfall(int64_t request, uint64_t available, uint64_t promised, size_t volumes,
-                                  bool overcommit) {
-  const uint64_t want = request > 0 ? static_cast<uint64_t>(request) : 0;
-  const uint64_t room = overcommit ? available : (available > promised ? available - promised : 0);
-  if (want <= room) return "";
-  std::string message = "not enough space: " + HumanBytes(want) + " requested, " + HumanBytes(room) + " available";
-  if (!overcommit)
-    message += " (" + HumanBytes(available) + " free on the filesystem, less " + HumanBytes(promised) +
-               " promised to " + std::to_string(volumes) + " other volume" + (volumes == 1 ? "" : "s") + ")";
-  return message;
-}
+std::string SpaceShortfall(int64_t request, uint64_t available, uint64_t promised, size_t volumes,
+                           bool overcommit);
 
 // Pure. What a user can do when a new volume (`growth` false) or a volume's growth did not fit
 // under its root, with a class (`class_name`) that overcommits or not: only what every cluster
@@ -58,15 +45,7 @@ inline std::string SpaceShortfall(int64_t request, uint64_t available, uint64_t 
 // spec (it can be made anew instead), and lowers a bound claim's request only with the feature
 // gate RecoverVolumeExpansionFailure (alpha in 1.23, on by default from 1.32), then only to above
 // its capacity; which the server allows cannot be told from here.
-inline std::string SpaceAdvice(bool growth, bool overcommit, const std::string& class_name) {
-  std::string advice = "free space on that filesystem or delete volumes no longer needed (retried at once when one goes), "
-                       "or give the root a larger filesystem";
-  if (!growth) advice += "; or delete the claim and create it again with a smaller request";
-  if (!overcommit)
-    advice += "; or create StorageClass " + class_name + " anew with parameter overcommit: \"true\" (parameters cannot "
-              "be edited; deleting a class leaves its claims and volumes alone)";
-  return advice;
-}
+std::string SpaceAdvice(bool growth, bool overcommit, const std::string& class_name);
 
 // What volumes of ours were promised, per root, beyond what they use, kept up to date from the
 // watch and the usage scan, so that a provision never walks the cache. A worker that finds room
@@ -77,80 +56,29 @@ class Promises {
  public:
   // Volume `name` is promised `bytes` under `root` (root "" or bytes < 0: it counts nowhere).
   // What it was last found to use is kept; so is a reservation for more than `bytes`.
-  void Set(const std::string& name, const std::string& root, int64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    Volume v;
-    if (auto it = by_name_.find(name); it != by_name_.end()) {
-      v = it->second;
-      Remove(it);
-    }
-    if (root.empty() || bytes < 0) return;
-    if (v.root != root || v.reserved <= static_cast<uint64_t>(bytes)) v.reserved = 0;  // what it reserved has come
-    v.root = root;
-    v.promised = static_cast<uint64_t>(bytes);
-    v.known = true;
-    Add(name, v);
-  }
+  void Set(const std::string& name, const std::string& root, int64_t bytes);
 
   // Checks that `want` bytes fit under `root` (SpaceShortfall, with `available` bytes free and
   // what the other volumes there were promised) and, if they do, reserves `bytes` for volume
   // `name` there: a new volume's size, or a volume's new size. Returns "" when reserved, else
   // SpaceShortfall's message.
   std::string Reserve(const std::string& name, const std::string& root, int64_t want, uint64_t bytes,
-                      uint64_t available, bool overcommit) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto [promised, volumes] = UnderLocked(root, name);
-    if (std::string shortfall = SpaceShortfall(want, available, promised, volumes, overcommit); !shortfall.empty())
-      return shortfall;
-    Volume v;
-    if (auto it = by_name_.find(name); it != by_name_.end()) {
-      v = it->second;
-      Remove(it);
-    }
-    if (v.root != root) v = Volume{};
-    v.root = root;
-    v.reserved = bytes;
-    Add(name, v);
-    return "";
-  }
+                      uint64_t available, bool overcommit);
 
   // Drops volume `name`'s reservation (its provision or expansion failed): it counts as its
   // watch event last said, or nowhere if none came.
-  void Release(const std::string& name) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_name_.find(name);
-    if (it == by_name_.end() || it->second.reserved == 0) return;
-    Volume v = it->second;
-    Remove(it);
-    v.reserved = 0;
-    if (v.known) Add(name, v);
-  }
+  void Release(const std::string& name);
 
   // Volume `name` uses `bytes` (its last usage scan): only the rest of its promise counts.
   // Nothing for a volume not Set.
-  void SetUsed(const std::string& name, uint64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_name_.find(name);
-    if (it == by_name_.end()) return;
-    Volume v = it->second;
-    v.used = bytes;
-    Remove(it);
-    Add(name, v);
-  }
+  void SetUsed(const std::string& name, uint64_t bytes);
 
   // What volume `name` was last found to use (0 when not known).
-  uint64_t Used(const std::string& name) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_name_.find(name);
-    return it == by_name_.end() ? 0 : it->second.used;
-  }
+  uint64_t Used(const std::string& name) const;
 
   // The bytes still promised under `root` (each volume's capacity, or the size reserved for it
   // if larger, less what it uses, at least 0), and to how many volumes, leaving out `except`.
-  std::pair<uint64_t, size_t> Under(const std::string& root, const std::string& except) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return UnderLocked(root, except);
-  }
+  std::pair<uint64_t, size_t> Under(const std::string& root, const std::string& except) const;
 
  private:
   struct Volume {
@@ -168,26 +96,9 @@ class Promises {
     size_t volumes = 0;
   };
 
-  std::pair<uint64_t, size_t> UnderLocked(const std::string& root, const std::string& except) const {
-    auto it = by_root_.find(root);
-    if (it == by_root_.end()) return {0, 0};
-    std::pair<uint64_t, size_t> out{it->second.bytes, it->second.volumes};
-    if (auto self = by_name_.find(except); self != by_name_.end() && self->second.root == root)
-      out = {out.first - self->second.Outstanding(), out.second - 1};
-    return out;
-  }
-  void Add(const std::string& name, Volume v) {
-    Total& t = by_root_[v.root];
-    t.bytes += v.Outstanding();
-    ++t.volumes;
-    by_name_[name] = std::move(v);
-  }
-  void Remove(std::unordered_map<std::string, Volume>::iterator it) {
-    Total& t = by_root_[it->second.root];
-    t.bytes -= it->second.Outstanding();
-    if (--t.volumes == 0) by_root_.erase(it->second.root);
-    by_name_.erase(it);
-  }
+  std::pair<uint64_t, size_t> UnderLocked(const std::string& root, const std::string& except) const;
+  void Add(const std::string& name, Volume v);
+  void Remove(std::unordered_map<std::string, Volume>::iterator it);
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, Volume> by_name_;

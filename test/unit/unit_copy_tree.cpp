@@ -4,6 +4,7 @@
 // data, link targets, xattrs, hard-link groups, allocated blocks) and against `cp -a`'s output
 // with diff. Cases that need root (mounts, chown, trusted.* xattrs) WARN "SKIPPED" otherwise.
 // Figures (time per GiB, per 10,000 files, VmHWM growth) are printed on plain lines.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -26,6 +27,8 @@
 #include <vector>
 
 #include "fs/copy_tree.hpp"
+#include "fs/file_copy.hpp"
+#include "fs/fsops.hpp"
 #include "test/support/loopfs.hpp"
 #include "test/support/tmpfs.hpp"
 

@@ -5,6 +5,7 @@
 // run in a virtual machine with Debian's kernel (test/quota_vm.sh, from `make test`).
 #include <catch2/catch.hpp>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,6 +1,7 @@
 // The free-space check's arithmetic and bookkeeping (space.hpp).
 #include <catch2/catch.hpp>
 
+#include "base/text.hpp"
 #include "fs/space.hpp"
 
 TEST_CASE("SpaceShortfall: fits, or names the sizes", "[space]") {

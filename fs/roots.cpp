@@ -1,0 +1,36 @@
+// The bodies of roots.hpp: the root directories an instance may make volumes in.
+#include "fs/roots.hpp"
+
+#include <utility>
+
+Roots::Roots(Root primary, const std::vector<std::string>& allowed)
+    : primary_(std::make_shared<const Root>(std::move(primary))) {
+  for (const std::string& path : allowed)
+    if (path != primary_->path()) others_[path];
+}
+
+Result<Roots::Ref> Roots::Get(const std::string& path) {
+  Ref root = primary_;
+  if (path != primary_->path()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = others_.find(path);
+    if (it == others_.end()) return Status::Invalid(path + " is not PV_DIR or one of ALLOWED_PV_DIRS");
+    if (it->second && !it->second->StillAtPath().ok()) it->second.reset();
+    if (!it->second) {
+      Result<Root> opened = Root::Open(path);
+      if (!opened.ok()) return opened.status();
+      it->second = std::make_shared<const Root>(std::move(*opened));
+    }
+    root = it->second;
+  }
+  if (Status s = root->StillAtPath(); !s.ok()) return s.Wrap("PV_DIR");
+  return root;
+}
+
+std::vector<Roots::Ref> Roots::Opened() const {
+  std::vector<Ref> out{primary_};
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [path, root] : others_)
+    if (root) out.push_back(root);
+  return out;
+}
