@@ -22,8 +22,8 @@ REL_LINK  := -static -Wl,--gc-sections -Wl,-z,relro,-z,now -s
 LIBS      := -lyaml -lssl -lcrypto -pthread
 # Tests: quick to build, with debug info.
 TEST_FLAGS := -O1 -g
-# Header dependencies come from the compiler: each binary or object X gets X.d next to it
-# (the provisioner's in $(BUILD)/), read back by the -include at the end.
+# Header dependencies come from the compiler: each object X gets X.d next to it, read back by
+# the -include at the end.
 DEPFLAGS   = -MMD -MP -MF $(if $(filter $(BUILD)/%,$@),$@,$(BUILD)/$@).d -MT $@
 
 # The product, by layer (lowest first; includes point down this list): each part is a header
@@ -116,8 +116,8 @@ clean:
 # More targets (bench, fuzz, sanitizers, soak) each live in a file of their own.
 include $(wildcard mk/*.mk)
 
-# The compiler's header dependencies (DEPFLAGS) of everything built so far. Each binary also
+# The compiler's header dependencies (DEPFLAGS) of every object built so far. Each object also
 # depends on its .d file, so that one built without it (or before this rule) is built again.
 $(BUILD)/%.d: ;
 .PRECIOUS: $(BUILD)/%.d
--include $(shell find $(BUILD) -path $(BUILD)/apt -prune -o -name '*.d' -print 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/apt -prune -o -name '*.o.d' -print 2>/dev/null)
