@@ -9,6 +9,7 @@
 namespace fake {
 
 namespace admission_detail {
+namespace {
 
 void Append(std::vector<FieldError>& to, const std::vector<FieldError>& from) {
   to.insert(to.end(), from.begin(), from.end());
@@ -19,7 +20,8 @@ const std::vector<std::string>& AccessModes() {
   return m;
 }
 
-void CheckAccessModes(const Json& spec, const std::string& field, std::vector<FieldError>& errs, const std::string& required_detail) {
+void CheckAccessModes(const Json& spec, const std::string& field, std::vector<FieldError>& errs,
+                             const std::string& required_detail) {
   auto modes = StringList(spec, {"accessModes"});
   if (modes.empty()) errs.push_back(Required(field, required_detail));
   for (const auto& m : modes)
@@ -27,6 +29,7 @@ void CheckAccessModes(const Json& spec, const std::string& field, std::vector<Fi
       errs.push_back(NotSupported(field, m, AccessModes()));
 }
 
+// validatePathNoBacksteps: no ".." path element.
 bool HasBackstep(const std::string& path) {
   size_t i = 0;
   while (i <= path.size()) {
@@ -44,6 +47,7 @@ const Json& SpecOf(const Json& obj) {
   return spec != nullptr ? *spec : kEmpty;
 }
 
+// validateBasicResource over a map of quantities at `field`: a Value() (rounded up) below 0.
 void CheckNotNegative(const Json* quantities, const std::string& field, std::vector<FieldError>& errs) {
   if (quantities == nullptr || !quantities->is<JsonObject>()) return;
   for (const auto& [name, v] : quantities->get<JsonObject>()) {
@@ -134,6 +138,8 @@ void ValidatePvc(const Json& pvc, std::vector<FieldError>& errs) {
   CheckNotNegative(Path(pvc, {"status", "capacity"}), "status.capacity", errs);  // what /status may write
 }
 
+// legacyValidateEvent: involvedObject.namespace must match the event's namespace; an event
+// about a cluster-scoped object lives in "default" (or has no namespace).
 void ValidateEvent(const Json& ev, std::vector<FieldError>& errs) {
   std::string ns = Str(ev, {"metadata", "namespace"});
   std::string involved = Str(ev, {"involvedObject", "namespace"});
@@ -155,6 +161,7 @@ void ValidateStorageClass(const Json& sc, std::vector<FieldError>& errs) {
     errs.push_back(NotSupported("reclaimPolicy", policy, {"Delete", "Retain"}));
 }
 
+}  // namespace
 }  // namespace admission_detail
 
 std::string MicroTimeError(const Json& v) {
@@ -288,7 +295,10 @@ std::string DecodeError(const ResourceType& t, Json& obj) {
 }
 
 namespace admission_detail {
+namespace {
 
+// metadata.finalizers: apimachinery's ValidateFinalizers (IsQualifiedName, at the list's path)
+// and core's validateKubeFinalizerName (at each item's path).
 void ValidateFinalizers(const Json& obj, std::vector<FieldError>& errs) {
   auto fin = StringList(obj, {"metadata", "finalizers"});
   for (const auto& f : fin)
@@ -301,6 +311,7 @@ void ValidateFinalizers(const Json& obj, std::vector<FieldError>& errs) {
   }
 }
 
+// coordination's ValidateLeaseSpec.
 void ValidateLease(const Json& lease, std::vector<FieldError>& errs) {
   auto number = [&](const char* k) -> const Json* {
     const Json* v = Path(lease, {"spec", k});
@@ -313,6 +324,7 @@ void ValidateLease(const Json& lease, std::vector<FieldError>& errs) {
     errs.push_back({"FieldValueInvalid", "spec.leaseTransitions", "Invalid value: " + text(n->get<double>()) + ": must be greater than or equal to 0"});
 }
 
+}  // namespace
 }  // namespace admission_detail
 
 std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) {

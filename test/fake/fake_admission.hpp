@@ -24,35 +24,6 @@ inline constexpr const char* kTaintNotReady = "node.kubernetes.io/not-ready";
 inline constexpr const char* kIsDefaultClass = "storageclass.kubernetes.io/is-default-class";
 inline constexpr const char* kBetaIsDefaultClass = "storageclass.beta.kubernetes.io/is-default-class";
 
-namespace admission_detail {
-
-void Append(std::vector<FieldError>& to, const std::vector<FieldError>& from);
-
-const std::vector<std::string>& AccessModes();
-
-void CheckAccessModes(const Json& spec, const std::string& field, std::vector<FieldError>& errs,
-                      const std::string& required_detail);
-
-// validatePathNoBacksteps: no ".." path element.
-bool HasBackstep(const std::string& path);
-
-const Json& SpecOf(const Json& obj);
-
-// validateBasicResource over a map of quantities at `field`: a Value() (rounded up) below 0.
-void CheckNotNegative(const Json* quantities, const std::string& field, std::vector<FieldError>& errs);
-
-void ValidatePv(const Json& pv, std::vector<FieldError>& errs);
-
-void ValidatePvc(const Json& pvc, std::vector<FieldError>& errs);
-
-// legacyValidateEvent: involvedObject.namespace must match the event's namespace; an event
-// about a cluster-scoped object lives in "default" (or has no namespace).
-void ValidateEvent(const Json& ev, std::vector<FieldError>& errs);
-
-void ValidateStorageClass(const Json& sc, std::vector<FieldError>& errs);
-
-}  // namespace admission_detail
-
 // metav1.MicroTime's UnmarshalJSON: null, or a string time.Parse reads with RFC3339Micro
 // ("2006-01-02T15:04:05.000000Z07:00": exactly six fraction digits). The error as Go's
 // time.ParseError words it, or "" when the value is accepted.
@@ -74,16 +45,6 @@ bool KnownApiVersion(const ResourceType& t, const std::string& api_version);
 // (serializer errors: "Kind in version \"v1\" cannot be handled as a Kind: ..."), or "";
 // what it accepts, it leaves as the decoded object would be written (CanonicalQuantities).
 std::string DecodeError(const ResourceType& t, Json& obj);
-
-namespace admission_detail {
-
-// metadata.finalizers: apimachinery's ValidateFinalizers (IsQualifiedName, at the list's path)
-// and core's validateKubeFinalizerName (at each item's path).
-void ValidateFinalizers(const Json& obj, std::vector<FieldError>& errs);
-
-// coordination's ValidateLeaseSpec.
-void ValidateLease(const Json& lease, std::vector<FieldError>& errs);
-}  // namespace admission_detail
 
 // The validation errors of obj (already defaulted) as type t; empty when valid.
 std::vector<FieldError> Validate(const ResourceType& t, const Json& obj);

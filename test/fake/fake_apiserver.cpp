@@ -958,7 +958,8 @@ ApiServer::Reply ApiServer::DeleteCollection(const RequestInfo& info, const http
 }
 
 // Starts a watch (WatchStream), or answers 400 in res for a selector the fake cannot parse.
-std::unique_ptr<Exchange> ApiServer::Watch(const RequestInfo& info, const httplib::Request& req, httplib::Response& res) {
+std::unique_ptr<Exchange> ApiServer::Watch(const RequestInfo& info, const httplib::Request& req,
+                                           httplib::Response& res) {
   WatchStream::Params p;
   std::string bad;
   if (!ParseLabelSelector(req.get_param_value("labelSelector"), p.labels, bad) ||

@@ -7,7 +7,14 @@
 namespace fake {
 
 namespace datasource_detail {
+namespace {
 
+constexpr const char* kClaimKind = "PersistentVolumeClaim";
+
+// The decoded reference (core/v1 TypedLocalObjectReference: apiGroup *string with no omitempty,
+// so an unset group is written as null; kind and name always written), or null when the member
+// is missing or null (a nil pointer, omitted: dataSource has omitempty). Members the Go struct
+// does not have are dropped, as decoding drops them.
 Json Decoded(const Json* ref) {
   if (ref == nullptr || !ref->is<JsonObject>()) return Json();
   const Json* group = Member(*ref, "apiGroup");
@@ -18,6 +25,10 @@ Json Decoded(const Json* ref) {
   return Json(out);
 }
 
+bool IsSet(const Json& ref) { return ref.is<JsonObject>(); }
+std::string Group(const Json& ref) { return Str(ref, {"apiGroup"}); }  // "" for null
+
+// util.go dataSourceIsPvcOrSnapshot: nil and "" are both the core group here.
 bool IsPvcOrSnapshot(const Json& ref) {
   if (!IsSet(ref)) return false;
   const std::string& kind = Str(ref, {"kind"});
@@ -25,11 +36,13 @@ bool IsPvcOrSnapshot(const Json& ref) {
          (kind == "VolumeSnapshot" && Group(ref) == "snapshot.storage.k8s.io");
 }
 
+// util.go dataSourceInUse: the old claim had either field.
 bool InUse(const Json* old_spec) {
   return old_spec != nullptr &&
          (IsSet(Decoded(Member(*old_spec, "dataSource"))) || IsSet(Decoded(Member(*old_spec, "dataSourceRef"))));
 }
 
+// util.go NormalizeDataSources: the unset one of the pair becomes a copy of the other.
 void Normalize(Json& data_source, Json& data_source_ref) {
   if (IsSet(data_source) && !IsSet(data_source_ref)) data_source_ref = data_source;
   else if (IsSet(data_source_ref) && !IsSet(data_source)) data_source = data_source_ref;
@@ -39,6 +52,8 @@ void Put(JsonObject& spec, const char* key, const Json& ref) {
   if (IsSet(ref)) spec[key] = ref; else spec.erase(key);
 }
 
+// validation.go (1.24) validateDataSource. The Invalid error has an empty detail, so its text
+// ends with the value: `spec.dataSource: Invalid value: "Foo"`.
 void ValidateOne(const Json& ref, const std::string& field, std::vector<FieldError>& errs) {
   const std::string& kind = Str(ref, {"kind"});
   if (Str(ref, {"name"}).empty()) errs.push_back(Required(field + ".name"));
@@ -47,6 +62,7 @@ void ValidateOne(const Json& ref, const std::string& field, std::vector<FieldErr
     errs.push_back({"FieldValueInvalid", field, "Invalid value: " + ToText(Json(kind))});
 }
 
+}  // namespace
 }  // namespace datasource_detail
 
 void PrepareClaimDataSources(Json& claim, const Json* old_claim) {

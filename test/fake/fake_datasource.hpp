@@ -17,36 +17,6 @@
 
 namespace fake {
 
-namespace datasource_detail {
-
-inline constexpr const char* kClaimKind = "PersistentVolumeClaim";
-
-// The decoded reference (core/v1 TypedLocalObjectReference: apiGroup *string with no omitempty,
-// so an unset group is written as null; kind and name always written), or null when the member
-// is missing or null (a nil pointer, omitted: dataSource has omitempty). Members the Go struct
-// does not have are dropped, as decoding drops them.
-Json Decoded(const Json* ref);
-
-inline bool IsSet(const Json& ref) { return ref.is<JsonObject>(); }
-inline std::string Group(const Json& ref) { return Str(ref, {"apiGroup"}); }  // "" for null
-
-// util.go dataSourceIsPvcOrSnapshot: nil and "" are both the core group here.
-bool IsPvcOrSnapshot(const Json& ref);
-
-// util.go dataSourceInUse: the old claim had either field.
-bool InUse(const Json* old_spec);
-
-// util.go NormalizeDataSources: the unset one of the pair becomes a copy of the other.
-void Normalize(Json& data_source, Json& data_source_ref);
-
-void Put(JsonObject& spec, const char* key, const Json& ref);
-
-// validation.go (1.24) validateDataSource. The Invalid error has an empty detail, so its text
-// ends with the value: `spec.dataSource: Invalid value: "Foo"`.
-void ValidateOne(const Json& ref, const std::string& field, std::vector<FieldError>& errs);
-
-}  // namespace datasource_detail
-
 // The data-source part of the claim strategy's PrepareForCreate (old_claim null) and
 // PrepareForUpdate (old_claim the stored claim): EnforceDataSourceBackwardsCompatibility drops
 // a dataSource that is neither a core PersistentVolumeClaim nor a snapshot.storage.k8s.io

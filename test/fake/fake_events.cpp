@@ -8,7 +8,8 @@
 
 namespace fake {
 
-Json MakeEvent(const Json& obj, const std::string& component, const std::string& type, const std::string& reason, const std::string& message) {
+Json MakeEvent(const Json& obj, const std::string& component, const std::string& type, const std::string& reason,
+               const std::string& message) {
   const std::string& ns = Str(obj, {"metadata", "namespace"});
   const std::string& name = Str(obj, {"metadata", "name"});
   char suffix[32];
@@ -46,7 +47,8 @@ Json MakeEvent(const Json& obj, const std::string& component, const std::string&
   return ev;
 }
 
-void EventRecorder::Record(const Json& obj, const std::string& type, const std::string& reason, const std::string& message) {
+void EventRecorder::Record(const Json& obj, const std::string& type, const std::string& reason,
+                           const std::string& message) {
   const std::string key = Str(obj, {"metadata", "uid"}) + "/" + type + "/" + reason + "/" + message;
   auto it = written_.find(key);
   const Json* earlier = it == written_.end() ? nullptr : s_.Get("events", it->second);

@@ -7,7 +7,8 @@
 
 namespace fake {
 
-ExpandController::ExpandController(Store& s) : s_(s), events_(s, "volume_expand"), claims_(s.bucket("persistentvolumeclaims")) {}
+ExpandController::ExpandController(Store& s) : s_(s), events_(s, "volume_expand"),
+                                   claims_(s.bucket("persistentvolumeclaims")) {}
 
 bool ExpandController::Drain() {
   const Bucket& b = claims_.bucket();

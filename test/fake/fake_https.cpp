@@ -135,7 +135,8 @@ Parse ParseRequest(std::string_view in, size_t max_body, httplib::Request& req, 
 
 }  // namespace https_detail
 
-HttpsLoop::HttpsLoop(Handler handler, Background background, Options opts) : handler_(std::move(handler)), background_(std::move(background)), opts_(opts) {}
+HttpsLoop::HttpsLoop(Handler handler, Background background, Options opts) : handler_(std::move(handler)),
+                     background_(std::move(background)), opts_(opts) {}
 
 HttpsLoop::~HttpsLoop() {
   while (!conns_.empty()) Close(*conns_.begin()->second, false);  // Close erases

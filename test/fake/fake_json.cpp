@@ -187,7 +187,14 @@ Json MergePatch(const Json& target, const Json& patch) {
 }
 
 namespace patch_detail {
+namespace {
 
+Json StrategicMerge(const Json& target, const Json& patch);
+
+// A list with patchStrategy "merge" and patchMergeKey `key` (status.conditions by "type"): each
+// item of the patch merges into the target's item with the same key or is appended, and an
+// item {"$patch": "delete", key: ...} removes it; then "$setElementOrder/<list>" (`order`, if
+// any) puts the items it names first, in its order, the others after them as they were.
 Json MergeListByKey(const Json& target, const Json& patch, const std::string& key, const Json* order) {
   JsonArray out = target.is<JsonArray>() ? target.get<JsonArray>() : JsonArray();
   auto find = [&](const std::string& id) {
@@ -213,6 +220,7 @@ Json MergeListByKey(const Json& target, const Json& patch, const std::string& ke
   return Json(out);
 }
 
+// A merge patch in which "conditions" lists merge by "type" and "$" directives are taken out.
 Json StrategicMerge(const Json& target, const Json& patch) {
   if (!patch.is<JsonObject>()) return patch;
   Json out = target.is<JsonObject>() ? target : Json(JsonObject());
@@ -236,6 +244,7 @@ Json StrategicMerge(const Json& target, const Json& patch) {
   return out;
 }
 
+}  // namespace
 }  // namespace patch_detail
 
 Json StrategicMergePatch(const Json& target, const Json& patch) {
@@ -272,7 +281,9 @@ Json StrategicMergePatch(const Json& target, const Json& patch) {
 }
 
 namespace patch_detail {
+namespace {
 
+// Splits an RFC 6901 pointer into unescaped tokens; false when it does not start with '/'.
 bool SplitPointer(const std::string& ptr, std::vector<std::string>& out) {
   out.clear();
   if (ptr.empty()) return true;
@@ -303,6 +314,7 @@ bool ArrayIndex(const std::string& tok, size_t size, bool allow_end, size_t& idx
   return allow_end ? idx <= size : idx < size;
 }
 
+// The parent container of the pointer's last token.
 Json* Parent(Json& doc, const std::vector<std::string>& toks) {
   Json* cur = &doc;
   for (size_t i = 0; i + 1 < toks.size(); ++i) {
@@ -322,6 +334,7 @@ Json* Parent(Json& doc, const std::vector<std::string>& toks) {
   return cur;
 }
 
+}  // namespace
 }  // namespace patch_detail
 
 Result<Json> JsonPatch(const Json& doc, const Json& ops) {

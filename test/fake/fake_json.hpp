@@ -86,37 +86,12 @@ FieldError NotSupported(const std::string& field, const std::string& value,
 // RFC 7386: null deletes, objects merge recursively, everything else replaces.
 Json MergePatch(const Json& target, const Json& patch);
 
-namespace patch_detail {
-inline Json StrategicMerge(const Json& target, const Json& patch);
-
-// A list with patchStrategy "merge" and patchMergeKey `key` (status.conditions by "type"): each
-// item of the patch merges into the target's item with the same key or is appended, and an
-// item {"$patch": "delete", key: ...} removes it; then "$setElementOrder/<list>" (`order`, if
-// any) puts the items it names first, in its order, the others after them as they were.
-Json MergeListByKey(const Json& target, const Json& patch, const std::string& key, const Json* order);
-
-// A merge patch in which "conditions" lists merge by "type" and "$" directives are taken out.
-Json StrategicMerge(const Json& target, const Json& patch);
-}  // namespace patch_detail
-
 // Strategic merge patch, reduced to what our clients send: a merge patch in which
 // metadata.finalizers merges by value (patchStrategy "merge") and
 // "$deleteFromPrimitiveList/finalizers" removes values, "conditions" lists merge by "type"
 // (patchMergeKey, as in the status of claims, pods and nodes: "$patch": "delete" items and
 // "$setElementOrder/conditions" included); other lists are replaced, other "$" directives ignored.
 Json StrategicMergePatch(const Json& target, const Json& patch);
-
-namespace patch_detail {
-
-// Splits an RFC 6901 pointer into unescaped tokens; false when it does not start with '/'.
-bool SplitPointer(const std::string& ptr, std::vector<std::string>& out);
-
-bool ArrayIndex(const std::string& tok, size_t size, bool allow_end, size_t& idx);
-
-// The parent container of the pointer's last token.
-Json* Parent(Json& doc, const std::vector<std::string>& toks);
-
-}  // namespace patch_detail
 
 // RFC 6902 with add, remove, replace and test (move/copy are refused). Errors are Invalid
 // with a message naming the failing operation; doc is unchanged on error.

@@ -12,7 +12,8 @@ namespace fake {
 
 namespace json_detail {
 
-ParseContext::ParseContext(Json* out, int depth, std::string_view text, std::string* error) : out_(out), depth_(depth), text_(text), error_(error) {}
+ParseContext::ParseContext(Json* out, int depth, std::string_view text, std::string* error) : out_(out),
+                           depth_(depth), text_(text), error_(error) {}
 
 bool ParseContext::Value(Json* out, int depth, std::string_view text, std::string* error, Input& in) {
   ParseContext ctx(out, depth, text, error);

@@ -69,7 +69,9 @@ void ValidateNodeSelector(const Json& selector, const std::string& path, std::ve
 }
 
 namespace nodeselector_detail {
+namespace {
 
+// strconv.ParseInt(s, 10, 64).
 bool ParseInt64(const std::string& s, long long& out) {
   if (s.empty() || s.find_first_of(" \t\n") != std::string::npos) return false;
   errno = 0;
@@ -78,6 +80,7 @@ bool ParseInt64(const std::string& s, long long& out) {
   return errno == 0 && end == s.c_str() + s.size();
 }
 
+// One requirement against a node's labels (an object, or null) or, for a field requirement, its name.
 bool Holds(const Json& req, const Json* labels, const std::string* name) {
   const std::string& op = Str(req, {"operator"});
   const std::vector<std::string> values = StringList(req, {"values"});
@@ -100,6 +103,7 @@ bool Holds(const Json& req, const Json* labels, const std::string* name) {
   return false;
 }
 
+}  // namespace
 }  // namespace nodeselector_detail
 
 bool MatchesNodeSelector(const Json& selector, const Json* labels, const std::string& node_name) {

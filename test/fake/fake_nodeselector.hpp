@@ -23,16 +23,6 @@ void ValidateNodeFieldSelectorRequirement(const Json& req, const std::string& pa
 // ValidateNodeSelector: at least one term; every requirement of every term.
 void ValidateNodeSelector(const Json& selector, const std::string& path, std::vector<FieldError>& errs);
 
-namespace nodeselector_detail {
-
-// strconv.ParseInt(s, 10, 64).
-bool ParseInt64(const std::string& s, long long& out);
-
-// One requirement against a node's labels (an object, or null) or, for a field requirement, its name.
-bool Holds(const Json& req, const Json* labels, const std::string* name);
-
-}  // namespace nodeselector_detail
-
 // Whether a node with these labels (an object, or null) and this name matches the selector: any
 // of its terms, a term when all its requirements hold; a term without requirements matches nothing.
 bool MatchesNodeSelector(const Json& selector, const Json* labels, const std::string& node_name);

@@ -17,6 +17,7 @@ std::vector<std::string> PodClaimNames(const Json& pod) {
 }
 
 namespace pods_detail {
+namespace {
 
 JsonArray* ArrayAt(Json& obj, std::initializer_list<std::string_view> path) {
   Json* cur = &obj;
@@ -30,6 +31,7 @@ JsonArray* ArrayAt(Json& obj, std::initializer_list<std::string_view> path) {
   return cur->is<JsonArray>() ? &cur->get<JsonArray>() : nullptr;
 }
 
+// SetDefaults_Container's imagePullPolicy: Always for a :latest or untagged image, else IfNotPresent.
 std::string PullPolicy(const std::string& image) {
   if (image.find('@') != std::string::npos) return "IfNotPresent";
   const size_t slash = image.rfind('/'), colon = image.rfind(':');
@@ -41,6 +43,7 @@ void SetIfMissing(JsonObject& o, const char* key, Json value) {
   if (o.count(key) == 0) o[key] = std::move(value);
 }
 
+}  // namespace
 }  // namespace pods_detail
 
 void DefaultPod(Json& pod) {

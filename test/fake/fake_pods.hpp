@@ -20,17 +20,6 @@ namespace fake {
 // The claims the pod's volumes name (volumes[].persistentVolumeClaim.claimName), in volume order.
 std::vector<std::string> PodClaimNames(const Json& pod);
 
-namespace pods_detail {
-
-JsonArray* ArrayAt(Json& obj, std::initializer_list<std::string_view> path);
-
-// SetDefaults_Container's imagePullPolicy: Always for a :latest or untagged image, else IfNotPresent.
-std::string PullPolicy(const std::string& image);
-
-void SetIfMissing(JsonObject& o, const char* key, Json value);
-
-}  // namespace pods_detail
-
 // SetDefaults_PodSpec, SetDefaults_Container and SetDefaults_Volume for the fields clients see.
 void DefaultPod(Json& pod);
 

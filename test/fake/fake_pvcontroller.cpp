@@ -322,7 +322,8 @@ void PvController::ForgetEmitted(const std::string& uid) {
   while (it != emitted_.end() && it->compare(0, prefix.size(), prefix) == 0) it = emitted_.erase(it);
 }
 
-void PvController::EmitOnce(const Json& claim, const std::string& type, const std::string& reason, const std::string& message) {
+void PvController::EmitOnce(const Json& claim, const std::string& type, const std::string& reason,
+                            const std::string& message) {
   if (!emitted_.insert(Str(claim, {"metadata", "uid"}) + "/" + reason).second) return;
   s_.Put("events", MakeEvent(claim, "persistentvolume-controller", type, reason, message));
 }

@@ -185,7 +185,8 @@ std::vector<std::string> Scheduler::VolumeFilter(const PodClaims& claims, const 
   return reasons;
 }
 
-void Scheduler::SetScheduled(const Json& pod, const std::string& status, const std::string& reason, const std::string& message, const std::string& node) {
+void Scheduler::SetScheduled(const Json& pod, const std::string& status, const std::string& reason,
+                             const std::string& message, const std::string& node) {
   Json next = pod;
   JsonArray conditions;
   const Json* old = nullptr;

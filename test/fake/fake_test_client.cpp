@@ -57,7 +57,8 @@ std::shared_ptr<ApiEndpoint> EndpointOf(const fake::ApiServer& api) {
   return *ep;
 }
 
-RawReply Send(const fake::ApiServer& api, const std::string& token, const std::string& method, const std::string& path, const std::string& body, const std::string& type) {
+RawReply Send(const fake::ApiServer& api, const std::string& token, const std::string& method,
+              const std::string& path, const std::string& body, const std::string& type) {
   httplib::SSLClient c("127.0.0.1", api.port());
   c.set_ca_cert_path((api.dir() + "/ca.crt").c_str());
   c.enable_server_certificate_verification(true);
@@ -93,11 +94,13 @@ Reply Checked(const RawReply& r) {
   return out;
 }
 
-Reply Call(const fake::ApiServer& api, const std::string& token, const std::string& method, const std::string& path, const std::string& body, const std::string& type) {
+Reply Call(const fake::ApiServer& api, const std::string& token, const std::string& method, const std::string& path,
+           const std::string& body, const std::string& type) {
   return Checked(Send(api, token, method, path, body, type));
 }
 
-Reply Admin(const fake::ApiServer& api, const std::string& method, const std::string& path, const std::string& body, const std::string& type) {
+Reply Admin(const fake::ApiServer& api, const std::string& method, const std::string& path, const std::string& body,
+            const std::string& type) {
   return Call(api, api.admin_token(), method, path, body, type);
 }
 

@@ -32,7 +32,8 @@ Status AddExt(X509* cert, X509* issuer, int nid, const char* value) {
 
 namespace tls_detail {
 
-Result<X509Ptr> MakeCert(EVP_PKEY* key, const std::string& cn, X509* issuer, EVP_PKEY* issuer_key, const std::vector<std::pair<int, const char*>>& exts) {
+Result<X509Ptr> MakeCert(EVP_PKEY* key, const std::string& cn, X509* issuer, EVP_PKEY* issuer_key,
+                         const std::vector<std::pair<int, const char*>>& exts) {
   X509Ptr cert(X509_new());
   if (!cert) return Status::Error("X509_new failed");
   X509_set_version(cert.get(), 2);

@@ -13,7 +13,8 @@
 
 namespace fake {
 
-WatchStream::WatchStream(Store& store, const WatchControls& controls, Params p) : store_(store), ctl_(controls), p_(std::move(p)), bucket_(store.bucket(p_.type->plural)) {}
+WatchStream::WatchStream(Store& store, const WatchControls& controls, Params p) : store_(store), ctl_(controls),
+                         p_(std::move(p)), bucket_(store.bucket(p_.type->plural)) {}
 
 bool WatchStream::Step(std::string& out, Clock::time_point now, Clock::time_point& wake) {
   Store::Lock l(store_);
@@ -91,7 +92,9 @@ void WatchStream::AddLine(const std::string& type, const Json& obj, const std::s
   pending_ += ToText(Json(line)) + "\n";
 }
 
-WaitStream::WaitStream(Store& store, const WatchControls& controls, Params p, uint64_t cursor) : store_(store), ctl_(controls), p_(std::move(p)), bucket_(store.bucket(p_.plural)), cursor_(cursor), deadline_(Clock::now() + std::chrono::seconds(p_.timeout_seconds)) {}
+WaitStream::WaitStream(Store& store, const WatchControls& controls, Params p, uint64_t cursor) : store_(store),
+                       ctl_(controls), p_(std::move(p)), bucket_(store.bucket(p_.plural)), cursor_(cursor),
+                       deadline_(Clock::now() + std::chrono::seconds(p_.timeout_seconds)) {}
 
 bool WaitStream::Step(std::string& out, Clock::time_point now, Clock::time_point& wake) {
   if (now < next_look_) {

@@ -47,7 +47,8 @@ std::vector<Request> Requests(FakeApi& api) {
   return out;
 }
 
-std::vector<Request> Filter(const std::vector<Request>& all, const std::string& user, const std::string& verb, const std::string& resource) {
+std::vector<Request> Filter(const std::vector<Request>& all, const std::string& user, const std::string& verb,
+                            const std::string& resource) {
   std::vector<Request> out;
   for (const auto& q : all)
     if ((user.empty() || q.user == user) && (verb.empty() || q.verb == verb) && (resource.empty() || q.resource == resource))
@@ -103,7 +104,8 @@ std::map<std::string, picojson::value> ListByKey(FakeApi& api, const std::string
   return out;
 }
 
-Restartable::Restartable(FakeApi& api, std::string pv_dir, std::map<std::string, std::string> env) : api_(api), pv_dir_(std::move(pv_dir)), env_(std::move(env)) {
+Restartable::Restartable(FakeApi& api, std::string pv_dir, std::map<std::string, std::string> env) : api_(api),
+                         pv_dir_(std::move(pv_dir)), env_(std::move(env)) {
   Start();
 }
 

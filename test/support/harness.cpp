@@ -122,7 +122,8 @@ int Connect(int port) {
   return fd;
 }
 
-Process::Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const std::string& log, const std::vector<int>& cpus) : log_(log) {
+Process::Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
+                 const std::string& log, const std::vector<int>& cpus) : log_(log) {
   pid_ = ::fork();
   if (pid_ == 0) {
     if (!cpus.empty()) {
@@ -196,7 +197,8 @@ FakeApi::FakeApi(const std::string& dir, std::vector<std::string> extra) : dir_(
   admin_token_ = admin->token;
 }
 
-Reply FakeApi::Call(const std::string& method, const std::string& path, const std::string& body, const std::string& content_type) {
+Reply FakeApi::Call(const std::string& method, const std::string& path, const std::string& body,
+                    const std::string& content_type) {
   httplib::SSLClient cli("127.0.0.1", port_);
   cli.set_ca_cert_path((dir_ + "/ca.crt").c_str());
   cli.enable_server_certificate_verification(true);
@@ -278,20 +280,23 @@ std::string Phase(const picojson::value& obj) {
   return p.is<std::string>() ? p.get<std::string>() : "";
 }
 
-std::string ClaimYaml(const std::string& ns, const std::string& name, const std::string& cls, const std::string& size, const std::string& clone_of) {
+std::string ClaimYaml(const std::string& ns, const std::string& name, const std::string& cls, const std::string& size,
+                      const std::string& clone_of) {
   return "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
          "\nspec:\n  storageClassName: " + cls +
          "\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: " + size + "\n" +
          (clone_of.empty() ? "" : "  dataSource:\n    kind: PersistentVolumeClaim\n    name: " + clone_of + "\n");
 }
 
-std::string ClassYaml(const std::string& name, const std::string& reclaim, const std::string& provisioner, const std::string& params) {
+std::string ClassYaml(const std::string& name, const std::string& reclaim, const std::string& provisioner,
+                      const std::string& params) {
   return "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: " + name + "\nprovisioner: " +
          provisioner + "\nreclaimPolicy: " + reclaim + "\nvolumeBindingMode: Immediate\n" +
          (params.empty() ? "" : "parameters:\n" + params);
 }
 
-Provisioner::Provisioner(const FakeApi& api, const std::string& pv_dir, std::map<std::string, std::string> env, std::vector<std::string> args, std::vector<std::string> wrapper) {
+Provisioner::Provisioner(const FakeApi& api, const std::string& pv_dir, std::map<std::string, std::string> env,
+                         std::vector<std::string> args, std::vector<std::string> wrapper) {
   std::vector<std::string> argv = wrapper;
   argv.push_back(Env("PROVISIONER", "./hostpath-provisioner"));
   argv.insert(argv.end(), args.begin(), args.end());

@@ -30,18 +30,21 @@
 
 #include <picojson.h>
 
-
 namespace harness {
 
+// The environment variable `name`, or `fallback` when it is unset or empty.
 std::string Env(const char* name, const char* fallback);
 
+// The whole file; "" when it cannot be read.
 std::string ReadFile(const std::string& path);
 
+// Replaces the file with `text`; failures are not reported (the test's next check sees them).
 void WriteFile(const std::string& path, const std::string& text);
 
 // Names in a directory (not "." or ".."), sorted; empty if it cannot be read.
 std::vector<std::string> ListDir(const std::string& dir);
 
+// Whether anything (a dangling symlink too) is at `path` (lstat).
 bool Exists(const std::string& path);
 
 // Sets or clears the immutable flag (chattr +i). Returns 0 or an errno value.
@@ -61,11 +64,11 @@ class TempDir {
 // A free TCP port on 127.0.0.1 (bound and released; good enough for tests).
 int FreePort();
 
-// A child process with its stdout and stderr in a file; `cpus`, when given, are the only
-// CPUs it may run on.
 // A TCP connection to 127.0.0.1:port (-1 if it fails).
 int Connect(int port);
 
+// A child process with its stdout and stderr in a file; `cpus`, when given, are the only
+// CPUs it may run on. The destructor kills (SIGKILL) and reaps it if it has not exited.
 class Process {
  public:
   Process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env, const std::string& log,
@@ -91,6 +94,8 @@ class Process {
 // timing assertion). Returns whether it became true.
 bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::seconds(30));
 
+// An answer: code 0 and the transport error in `body` when none arrived; `json` is null
+// when the body is not JSON.
 struct Reply {
   int code = 0;
   picojson::value json;
@@ -100,12 +105,16 @@ struct Reply {
 // The fake API server, running as a process, and an admin client for it.
 class FakeApi {
  public:
+  // Starts build/fake-apiserver (FAKE_APISERVER) with `dir` and the RBAC of manifests/rbac.yaml
+  // (RBAC_YAML), plus `extra` arguments, and waits up to 20 s for DIR/port. Throws
+  // std::runtime_error with the fake's log when it does not start.
   explicit FakeApi(const std::string& dir, std::vector<std::string> extra = {});
 
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
   std::string Log() const { return proc_->Log(); }
 
+  // One request as the admin over verified HTTPS (30 s read timeout).
   Reply Call(const std::string& method, const std::string& path, const std::string& body = "",
              const std::string& content_type = "application/json");
 
@@ -124,6 +133,7 @@ class FakeApi {
 
   // The claim as JSON, or null if it does not exist.
   picojson::value Claim(const std::string& ns, const std::string& name);
+  // The volume as JSON, or null if it does not exist.
   picojson::value Volume(const std::string& name);
   // Every event in the namespace about the named object.
   std::vector<picojson::value> EventsAbout(const std::string& ns, const std::string& name);
@@ -137,12 +147,14 @@ class FakeApi {
   std::string admin_token_;
 };
 
+// status.phase of an object; "" when it has none.
 std::string Phase(const picojson::value& obj);
 
 // A claim manifest of the given class and size; with clone_of, a clone of that claim (in ns).
 std::string ClaimYaml(const std::string& ns, const std::string& name, const std::string& cls,
                       const std::string& size = "1Gi", const std::string& clone_of = "");
 
+// A StorageClass manifest (volumeBindingMode Immediate); `params`: YAML lines under parameters:.
 std::string ClassYaml(const std::string& name, const std::string& reclaim,
                       const std::string& provisioner = "hostpath-provisioner.io/hostpath",
                       const std::string& params = "");

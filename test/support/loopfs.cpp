@@ -18,7 +18,8 @@
 
 namespace harness {
 
-LoopFs::LoopFs(const std::string& at, const std::string& type, const std::string& size, const std::string& mkfs_args, const std::string& mount_options) : dir(at), image(at + ".img") {
+LoopFs::LoopFs(const std::string& at, const std::string& type, const std::string& size, const std::string& mkfs_args,
+               const std::string& mount_options) : dir(at), image(at + ".img") {
   if (geteuid() != 0) {
     why = "needs root (loop devices, mount)";
     return;

@@ -35,7 +35,8 @@ void Nodes::StartShared(const std::string& node, std::map<std::string, std::stri
                                "mount --bind \"$NODE_ROOT\" \"$PV_DIR\" && exec \"$0\" \"$@\""});
 }
 
-void Nodes::Claim(const std::string& name, const std::string& cls, const std::string& ann_key, const std::string& node) {
+void Nodes::Claim(const std::string& name, const std::string& cls, const std::string& ann_key,
+                  const std::string& node) {
   std::string yaml = ClaimYaml("default", name, cls);
   if (!ann_key.empty())
     yaml.replace(yaml.find("\n  namespace:"), 0, "\n  annotations:\n    " + ann_key + ": " + node);
