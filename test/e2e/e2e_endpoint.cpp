@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
+
 #include "test/support/harness.hpp"
 
 using namespace harness;

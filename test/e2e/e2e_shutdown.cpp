@@ -11,6 +11,7 @@
 
 #include <cstdio>
 
+#include "base/yaml.hpp"
 #include "test/support/fault_harness.hpp"
 
 using namespace harness;

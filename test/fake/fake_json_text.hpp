@@ -32,62 +32,29 @@ using Input = picojson::input<const char*>;
 // error would not.
 class ParseContext {
  public:
-  ParseContext(Json* out, int depth, std::string_view text, std::string* error)
-      : out_(out), depth_(depth), text_(text), error_(error) {}
+  ParseContext(Json* out, int depth, std::string_view text, std::string* error);
   ParseContext(const ParseContext&) = delete;
   ParseContext& operator=(const ParseContext&) = delete;
 
   // Parses one value of `text` from `in` into `out`; false on failure.
-  static bool Value(Json* out, int depth, std::string_view text, std::string* error, Input& in) {
-    ParseContext ctx(out, depth, text, error);
-    if (!picojson::_parse(ctx, in)) return false;
-    if (*error == kOutOfRange) {  // picojson goes on after set_number: the number ends here
-      const char* end = in.cur();
-      const char* start = end;
-      while (start > text.data() && std::string_view("0123456789+-eE.").find(start[-1]) != std::string_view::npos) --start;
-      *error += ": " + std::string(start, end);
-    }
-    return error->empty();
-  }
+  static bool Value(Json* out, int depth, std::string_view text, std::string* error, Input& in);
 
   bool set_null() { return Set(Json()); }
   bool set_bool(bool b) { return Set(Json(b)); }
-  bool set_number(double n) {
-    if (std::isfinite(n)) return Set(Json(n));
-    *error_ = kOutOfRange;
-    return false;
-  }
-  bool parse_string(Input& in) {
-    *out_ = Json(std::string());
-    return picojson::_parse_string(out_->get<std::string>(), in);
-  }
+  bool set_number(double n);
+  bool parse_string(Input& in);
   bool parse_array_start() { return Open(Json(JsonArray())); }
-  bool parse_array_item(Input& in, size_t) {
-    JsonArray& a = out_->get<JsonArray>();
-    a.emplace_back();
-    return Value(&a.back(), depth_ - 1, text_, error_, in);
-  }
+  bool parse_array_item(Input& in, size_t);
   bool parse_array_stop(size_t) { return true; }
   bool parse_object_start() { return Open(Json(JsonObject())); }
-  bool parse_object_item(Input& in, const std::string& key) {
-    return Value(&out_->get<JsonObject>()[key], depth_ - 1, text_, error_, in);  // a repeated key: the last wins
-  }
+  bool parse_object_item(Input& in, const std::string& key);
   bool parse_object_stop() { return true; }
 
  private:
   static constexpr const char* kOutOfRange = "number out of range";
 
-  bool Set(Json v) {
-    *out_ = std::move(v);
-    return true;
-  }
-  bool Open(Json container) {
-    if (depth_ == 0) {
-      *error_ = "nesting deeper than " + std::to_string(kMaxDepth);
-      return false;
-    }
-    return Set(std::move(container));
-  }
+  bool Set(Json v);
+  bool Open(Json container);
 
   Json* out_;
   int depth_;
@@ -96,120 +63,27 @@ class ParseContext {
 };
 
 // picojson's message for a failure at the input's position: its line, and the rest of that line.
-inline std::string SyntaxError(Input& in) {
-  std::string msg = "syntax error at line " + std::to_string(in.line()) + " near: ";
-  for (int c = in.getc(); c != -1 && c != '\n'; c = in.getc())
-    if (c >= ' ') msg += static_cast<char>(c);
-  return msg;
-}
+std::string SyntaxError(Input& in);
 
 // The length of the valid UTF-8 sequence at s[i] (a byte >= 0x80), or 0 if it is not one, as
 // Go's utf8.DecodeRuneInString decides: no overlong forms, surrogates or code points past U+10FFFF.
-inline size_t Utf8Length(std::string_view s, size_t i) {
-  auto byte = [&](size_t k) -> unsigned { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
-  auto cont = [&](size_t k, unsigned lo = 0x80, unsigned hi = 0xbf) { return byte(k) >= lo && byte(k) <= hi; };
-  const unsigned c = byte(0);
-  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
-  if (c == 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
-  if (c == 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
-  if (c >= 0xe1 && c <= 0xef) return cont(1) && cont(2) ? 3 : 0;
-  if (c == 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-  if (c >= 0xf1 && c <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-  if (c == 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
-  return 0;
-}
+size_t Utf8Length(std::string_view s, size_t i);
 
 }  // namespace json_detail
 
 // Parses text as one JSON value (see the top of this file).
-inline Result<Json> ParseJson(std::string_view text) {
-  using namespace json_detail;
-  Json out;
-  std::string error;
-  Input in(text.data(), text.data() + text.size());
-  if (!ParseContext::Value(&out, kMaxDepth, text, &error, in)) return Status::Invalid(error.empty() ? SyntaxError(in) : error);
-  in.skip_ws();
-  if (in.getc() != -1) {  // text after the value
-    in.ungetc();
-    return Status::Invalid(SyntaxError(in));
-  }
-  return out;
-}
+Result<Json> ParseJson(std::string_view text);
 
 // Appends s as a JSON string literal, as kube-apiserver's Go encoder (encoding/json, HTML
 // escaping on) writes it: '"' '\\' \b \f \n \r \t by their short escapes, other control
 // characters and '<' '>' '&' as \u00XX, U+2028 and U+2029 as \u2028 and \u2029, each byte
 // that is not part of valid UTF-8 as \ufffd, and everything else ('/' and DEL included) as it is.
-inline void AppendJsonString(std::string& out, std::string_view s) {
-  out += '"';
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x80) {
-      const size_t len = json_detail::Utf8Length(s, i);
-      const std::string_view rune = s.substr(i, len);
-      if (len == 0) out += "\\ufffd";
-      else if (rune == "\xe2\x80\xa8") out += "\\u2028";
-      else if (rune == "\xe2\x80\xa9") out += "\\u2029";
-      else out += rune;
-      i += len == 0 ? 1 : len;
-      continue;
-    }
-    ++i;
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == '<' || c == '>' || c == '&') {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += '"';
-}
+void AppendJsonString(std::string& out, std::string_view s);
 
 // Appends v as JSON text (see the top of this file).
-inline void AppendJson(std::string& out, const Json& v) {
-  if (v.is<std::string>()) {
-    AppendJsonString(out, v.get<std::string>());
-  } else if (v.is<JsonArray>()) {
-    out += '[';
-    const char* sep = "";
-    for (const Json& item : v.get<JsonArray>()) {
-      out += sep;
-      sep = ",";
-      AppendJson(out, item);
-    }
-    out += ']';
-  } else if (v.is<JsonObject>()) {
-    out += '{';
-    const char* sep = "";
-    for (const auto& [key, member] : v.get<JsonObject>()) {
-      out += sep;
-      sep = ",";
-      AppendJsonString(out, key);
-      out += ':';
-      AppendJson(out, member);
-    }
-    out += '}';
-  } else {
-    out += v.to_str();  // null, true, false, numbers ("%.f" for whole ones, else "%.17g")
-  }
-}
+void AppendJson(std::string& out, const Json& v);
 
 // v as JSON text (see AppendJson).
-inline std::string ToText(const Json& v) {
-  std::string out;
-  AppendJson(out, v);
-  return out;
-}
+std::string ToText(const Json& v);
 
 }  // namespace fake

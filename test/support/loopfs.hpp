@@ -26,35 +26,8 @@ struct LoopFs {
 
   // type: "ext4", "xfs" or "btrfs"; mkfs_args and mount_options as the tools take them.
   LoopFs(const std::string& at, const std::string& type, const std::string& size, const std::string& mkfs_args = "",
-         const std::string& mount_options = "")
-      : dir(at), image(at + ".img") {
-    if (geteuid() != 0) {
-      why = "needs root (loop devices, mount)";
-      return;
-    }
-    ::mkdir(dir.c_str(), 0755);
-    const std::string mkfs = "mkfs." + type;
-    if (Sh("command -v " + mkfs + " >/dev/null") != 0) {
-      why = mkfs + " is not installed";
-      return;
-    }
-    if (Sh("truncate -s " + size + " " + image + " && " + mkfs + " -q " + (type == "ext4" ? "-F " : "-f ") + mkfs_args +
-           " " + image + " >/dev/null 2>&1") != 0) {
-      why = mkfs + " " + mkfs_args + " failed";
-      return;
-    }
-    const std::string opts = "loop" + (mount_options.empty() ? "" : "," + mount_options);
-    if (Sh("mount -o " + opts + " " + image + " " + dir + " 2>/dev/null") != 0) {
-      why = "this kernel cannot mount " + type + " with -o " + opts + " (see dmesg)";
-      return;
-    }
-    mounted = true;
-  }
-  ~LoopFs() {
-    if (mounted) ::umount2(dir.c_str(), MNT_DETACH);
-    ::unlink(image.c_str());
-    ::rmdir(dir.c_str());
-  }
+         const std::string& mount_options = "");
+  ~LoopFs();
   LoopFs(const LoopFs&) = delete;
   LoopFs& operator=(const LoopFs&) = delete;
 
@@ -66,61 +39,10 @@ constexpr uint64_t kMiB = 1 << 20;
 // Writes zeros to `path` until `limit` bytes or an error, as user 1000: a pod's user, without
 // the CAP_SYS_RESOURCE that lets root past ext4's limits. Returns what was written and the
 // error (0 if none). fsync'd every MiB, so that delayed allocation meets the limit.
-inline std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit) {
-  int result[2];
-  if (pipe(result) != 0) return {0, errno};
-  pid_t pid = fork();
-  if (pid == 0) {
-    uint64_t out[2] = {0, 0};
-    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) out[1] = errno;
-    int fd = out[1] != 0 ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0 && out[1] == 0) out[1] = errno;
-    static char chunk[64 * 1024];
-    while (fd >= 0 && out[0] < limit) {
-      ssize_t n = write(fd, chunk, sizeof chunk);
-      if (n < 0) {
-        out[1] = errno;
-        break;
-      }
-      out[0] += static_cast<uint64_t>(n);
-      if (out[0] % kMiB == 0 && fsync(fd) != 0) {
-        out[1] = errno;
-        break;
-      }
-    }
-    if (fd >= 0 && out[1] == 0 && fsync(fd) != 0) out[1] = errno;
-    _exit(write(result[1], out, sizeof out) == sizeof out ? 0 : 1);
-  }
-  close(result[1]);
-  uint64_t got[2] = {0, EIO};
-  if (pid < 0 || read(result[0], got, sizeof got) != sizeof got) got[1] = EIO;
-  close(result[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return {got[0], static_cast<int>(got[1])};
-}
+std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit);
 
 // Makes the btrfs subvolume parent/name as user 1000, as a tenant's pod can (the ioctl that
 // `btrfs subvolume create` calls needs no privilege). Returns 0 or the errno.
-inline int MakeSubvolumeAsUser(const std::string& parent, const std::string& name) {
-  int result[2];
-  if (pipe(result) != 0) return errno;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int err = 0;
-    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
-    int fd = err != 0 ? -1 : open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 && err == 0) err = errno;
-    btrfs_ioctl_vol_args args {};
-    snprintf(args.name, sizeof args.name, "%s", name.c_str());
-    if (fd >= 0 && ioctl(fd, BTRFS_IOC_SUBVOL_CREATE, &args) != 0) err = errno;
-    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
-  }
-  close(result[1]);
-  int err = EIO;
-  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
-  close(result[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return err;
-}
+int MakeSubvolumeAsUser(const std::string& parent, const std::string& name);
 
 }  // namespace harness

@@ -1,8 +1,14 @@
 // Tests of the fake API server itself: a real server on loopback, reached over verified HTTPS.
+#include <netinet/in.h>
+#include <openssl/ssl.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cctype>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <random>

@@ -1,6 +1,7 @@
 // Informer against the fake API server: a dropped watch resumes from the resourceVersion of
 // the last event it applied, not from the list's (which would replay events, and after a
 // compaction force a 410 and a full relist).
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
 #include <mutex>

@@ -2,6 +2,7 @@
 // so that a leader whose renewals stopped succeeding acts on nothing, even before its renewer
 // gives up (on_lost).
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
 #include <thread>
