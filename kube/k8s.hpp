@@ -1,9 +1,9 @@
 // The typed calls the controller makes (list, watch, create, patch, delete, events, leases)
 // over an ApiConnection (api_connection.hpp). JSON mapping lives in k8s_json.hpp; policy
-// lives elsewhere.
+// lives elsewhere. The templates (List, Watch) are here; the other calls are in k8s.cpp.
 #pragma once
-#include <httplib.h>
-
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
@@ -21,11 +21,9 @@ inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses"
 inline constexpr const char* kNodes = "/api/v1/nodes";
 inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
 inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
-
-// A value for a query string, percent-encoded.
-inline std::string QueryEscape(const std::string& v) {
-  return httplib::detail::encode_query_param(v);
-}
+// A value for a query string, percent-encoded: letters, digits and -_.!~*'() as they are,
+// every other byte as %XX (as cpp-httplib's encode_query_param does).
+std::string QueryEscape(const std::string& v);
 }  // namespace api
 
 // The typed calls the program makes, over one connection (not thread-safe, as the connection).
@@ -73,112 +71,49 @@ class KubeApi {
         std::chrono::seconds(timeout_seconds + 30));
     return line_error.ok() ? s : line_error;
   }
-
   // POST a PV. AlreadyExists comes back as kConflict.
-  Status CreateVolume(const Volume& v) {
-    return Check(conn_->Request("POST", api::kVolumes, VolumeToJson(v)), "create PersistentVolume " + v.meta.name);
-  }
+  Status CreateVolume(const Volume& v);
 
-  Result<Volume> GetVolume(const std::string& name) {
-    auto r = conn_->Request("GET", std::string(api::kVolumes) + "/" + name);
-    if (Status s = Check(r, "get PersistentVolume " + name); !s.ok()) return s;
-    return FromJsonText<Volume>(r->body);
-  }
+  Result<Volume> GetVolume(const std::string& name);
 
   // Sets the PV's finalizers, if its resourceVersion is still the one in `v` (else kConflict).
-  Status SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers) {
-    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
-                            FinalizersPatchJson(v.meta.resource_version, finalizers), "application/merge-patch+json");
-    return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
-  }
+  Status SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers);
 
   // Sets an annotation of the PV, if its resourceVersion is still the one in `v` (else kConflict).
-  Status SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value) {
-    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
-                            SetAnnotationJson(v.meta.resource_version, key, value), "application/merge-patch+json");
-    return Check(r, "annotate PersistentVolume " + v.meta.name);
-  }
+  Status SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value);
 
   // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
-  Status DeleteVolume(const std::string& name, const std::string& uid) {
-    auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, DeleteIfUidJson(uid));
-    if (r.ok() && r->status == 404) return Status::Ok();
-    return Check(r, "delete PersistentVolume " + name);
-  }
+  Status DeleteVolume(const std::string& name, const std::string& uid);
 
   // Removes an annotation from a claim, if its uid is still the claim's (else kConflict).
-  Status RemoveClaimAnnotation(const Claim& c, const std::string& key) {
-    auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name,
-                            RemoveAnnotationJson(c.meta.uid, key), "application/merge-patch+json");
-    return Check(r, "remove annotation " + key + " from PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
-  }
+  Status RemoveClaimAnnotation(const Claim& c, const std::string& key);
 
   // PATCH a claim's status (strategic merge; `patch` carries its resourceVersion, so a claim
   // changed since is kConflict). Returns the resourceVersion it has now.
-  Result<std::string> PatchClaimStatus(const Claim& c, const std::string& patch) {
-    auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name +
-                            "/status", patch, "application/strategic-merge-patch+json");
-    if (Status s = Check(r, "update the status of PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name); !s.ok())
-      return s;
-    Result<Claim> now = FromJsonText<Claim>(r->body);
-    if (!now.ok()) return now.status();
-    return now->meta.resource_version;
-  }
+  Result<std::string> PatchClaimStatus(const Claim& c, const std::string& patch);
 
   // Sets a PV's spec.capacity.storage, if its uid and resourceVersion are still the volume's
   // (else kConflict: an instance with an older view never sets an older size).
-  Status SetVolumeCapacity(const Volume& v, const std::string& capacity) {
-    auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
-                            CapacityPatchJson(v.meta.uid, v.meta.resource_version, capacity),
-                            "application/merge-patch+json");
-    return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
-  }
+  Status SetVolumeCapacity(const Volume& v, const std::string& capacity);
 
   // Does the Node exist? (kNotFound when it does not.)
-  Status GetNode(const std::string& name) {
-    return Check(conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json",
-                                std::chrono::seconds(0), kMaxObjectBytes),
-                 "get Node " + name);
-  }
+  Status GetNode(const std::string& name);
 
   // DELETE the claim if its uid is still `uid`. NotFound is ok (already gone).
-  Status DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid) {
-    auto r = conn_->Request("DELETE", "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name, DeleteIfUidJson(uid));
-    if (r.ok() && r->status == 404) return Status::Ok();
-    return Check(r, "delete PersistentVolumeClaim " + ns + "/" + name);
-  }
+  Status DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid);
 
-  Status CreateEvent(const Event& e) {
-    return Check(conn_->Request("POST", api::Events(e.meta.namespace_), EventToJson(e)), "create Event " + e.meta.name);
-  }
+  Status CreateEvent(const Event& e);
 
   // Bumps an existing event's count, lastTimestamp and message (kNotFound if it expired).
-  Status BumpEvent(const Event& e) {
-    auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, EventBumpJson(e),
-                            "application/merge-patch+json");
-    return Check(r, "update Event " + e.meta.name);
-  }
+  Status BumpEvent(const Event& e);
 
   // `timeout` bounds each read of the answer (the release at shutdown waits less).
-  Result<Lease> GetLease(const std::string& ns, const std::string& name, std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    auto r = conn_->Request("GET", api::Leases(ns) + "/" + name, "", "application/json", timeout);
-    if (Status s = Check(r, "get lease " + ns + "/" + name); !s.ok()) return s;
-    return FromJsonText<Lease>(r->body);
-  }
+  Result<Lease> GetLease(const std::string& ns, const std::string& name, std::chrono::seconds timeout = std::chrono::seconds(30));
 
   // Creates the lease (kConflict if it exists), or replaces it (kConflict if its
   // resourceVersion changed meanwhile). Returns the lease as stored.
-  Result<Lease> CreateLease(const Lease& l) {
-    auto r = conn_->Request("POST", api::Leases(l.meta.namespace_), LeaseToJson(l));
-    if (Status s = Check(r, "create lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
-    return FromJsonText<Lease>(r->body);
-  }
-  Result<Lease> UpdateLease(const Lease& l, std::chrono::seconds timeout = std::chrono::seconds(30)) {
-    auto r = conn_->Request("PUT", api::Leases(l.meta.namespace_) + "/" + l.meta.name, LeaseToJson(l), "application/json",
-                            timeout);
-    if (Status s = Check(r, "update lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
-    return FromJsonText<Lease>(r->body);
-  }
+  Result<Lease> CreateLease(const Lease& l);
+  Result<Lease> UpdateLease(const Lease& l, std::chrono::seconds timeout = std::chrono::seconds(30));
 
  private:
   ApiConnection* conn_;

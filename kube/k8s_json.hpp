@@ -1,555 +1,87 @@
 // The one JSON mapping of the program: Kubernetes API JSON ⇄ the plain structs of objects.hpp,
-// list pages, watch events and lines, and error bodies. picojson parses and writes; nothing
-// here throws (picojson's get<T> is called only after is<T>), and every field is type-checked
-// before it is read. The rest of the program sees only the plain structs.
+// list pages, watch events and lines, and error bodies. picojson parses and writes (in
+// k8s_json.cpp only); nothing here throws (picojson's get<T> is called only after is<T>), and
+// every field is type-checked before it is read. The rest of the program sees only the plain
+// structs. The functions keep no state: they may be called from any thread.
 #pragma once
-#include <picojson.h>
-
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <exception>
+#include <cstddef>
 #include <functional>
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "base/objects.hpp"
 #include "base/status.hpp"
-#include "base/text.hpp"
 
-namespace k8s_json_detail {
+namespace picojson {
+class value;
+}  // namespace picojson
 
-using Value = picojson::value;
-using Object = picojson::object;
-
-inline const char* TypeName(const Value& v) {
-  if (v.is<picojson::null>()) return "null";
-  if (v.is<bool>()) return "boolean";
-  if (v.is<double>()) return "number";
-  if (v.is<std::string>()) return "string";
-  if (v.is<picojson::array>()) return "array";
-  return "object";
-}
-
-// "path.key", or "key" at the top.
-inline std::string FieldName(const std::string& path, const std::string& key) {
-  return path.empty() ? key : path + "." + key;
-}
-
-inline Status WrongType(const std::string& path, const std::string& key, const char* want, const Value& got) {
-  return Status::Invalid("field " + FieldName(path, key) + ": expected " + want + ", got " + TypeName(got));
-}
-
-// The shortest decimal text that reads back as exactly `d` ("10", "1.5", "0.1", "1e+21").
-inline std::string NumberText(double d) {
-  char buf[64];
-  if (std::fabs(d) < 9007199254740992.0 && d == std::floor(d)) {
-    std::snprintf(buf, sizeof buf, "%.0f", d);
-    return buf;
-  }
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, d);
-    if (std::strtod(buf, nullptr) == d) break;
-  }
-  return buf;
-}
-
-// Reads typed members of one JSON object, naming the field (`path.key`) in every error.
-// Absent or null members leave the output empty and are not errors; so does an absent object.
-class Fields {
- public:
-  Fields(const Value* obj, std::string path) : obj_(obj), path_(std::move(path)) {}
-
-  // The member, or null when it is absent or JSON null.
-  const Value* Find(const std::string& key) const {
-    if (obj_ == nullptr || !obj_->is<picojson::object>()) return nullptr;
-    const picojson::object& o = obj_->get<picojson::object>();
-    auto it = o.find(key);
-    return it == o.end() || it->second.is<picojson::null>() ? nullptr : &it->second;
-  }
-  bool Has(const std::string& key) const { return Find(key) != nullptr; }
-
-  // *out: the member object, or null when unset.
-  Status Object(const std::string& key, const Value** out) const {
-    *out = Find(key);
-    if (*out != nullptr && !(*out)->is<picojson::object>()) return WrongType(path_, key, "an object", **out);
-    return Status::Ok();
-  }
-  // The fields of a member object (unset: a Fields that finds nothing).
-  Status Sub(const std::string& key, Fields* out) const {
-    const Value* v = nullptr;
-    Status s = Object(key, &v);
-    *out = Fields(v, FieldName(path_, key));
-    return s;
-  }
-
-  Status String(const std::string& key, std::string* out) const {
-    out->clear();
-    const Value* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is<std::string>()) return WrongType(path_, key, "a string", *v);
-    *out = v->get<std::string>();
-    return Status::Ok();
-  }
-
-  // A quantity: a string, or a JSON number written out in its shortest exact form.
-  Status QuantityText(const std::string& key, std::string* out) const {
-    const Value* v = Find(key);
-    if (v != nullptr && v->is<double>()) {
-      *out = NumberText(v->get<double>());
-      return Status::Ok();
-    }
-    if (v != nullptr && !v->is<std::string>()) return WrongType(path_, key, "a quantity string", *v);
-    return String(key, out);
-  }
-
-  Status Int(const std::string& key, int* out) const {
-    *out = 0;
-    const Value* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is<double>()) return WrongType(path_, key, "an integer", *v);
-    double d = v->get<double>();
-    if (d != std::floor(d) || d < -2147483648.0 || d > 2147483647.0)
-      return Status::Invalid("field " + FieldName(path_, key) + ": expected a 32-bit integer, got " + v->to_str());
-    *out = static_cast<int>(d);
-    return Status::Ok();
-  }
-
-  Status Bool(const std::string& key, bool* out) const {
-    *out = false;
-    const Value* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is<bool>()) return WrongType(path_, key, "a boolean", *v);
-    *out = v->get<bool>();
-    return Status::Ok();
-  }
-
-  Status StringList(const std::string& key, std::vector<std::string>* out) const {
-    out->clear();
-    const Value* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is<picojson::array>()) return WrongType(path_, key, "an array of strings", *v);
-    for (const Value& item : v->get<picojson::array>()) {
-      if (!item.is<std::string>())
-        return WrongType(path_, key + "[" + std::to_string(out->size()) + "]", "a string", item);
-      out->push_back(item.get<std::string>());
-    }
-    return Status::Ok();
-  }
-
-  Status StringMap(const std::string& key, std::map<std::string, std::string>* out) const {
-    out->clear();
-    const Value* v = Find(key);
-    if (v == nullptr) return Status::Ok();
-    if (!v->is<picojson::object>()) return WrongType(path_, key, "an object of strings", *v);
-    for (const auto& [name, item] : v->get<picojson::object>()) {
-      if (!item.is<std::string>()) return WrongType(path_, key + "[\"" + name + "\"]", "a string", item);
-      (*out)[name] = item.get<std::string>();
-    }
-    return Status::Ok();
-  }
-
- private:
-  const Value* obj_;
-  std::string path_;
-};
-
-// Returns the Status of `expr` from the enclosing function if it is an error (local to this file).
-#define K8S_JSON_TRY(expr)                                \
-  do {                                                    \
-    Status k8s_json_status_ = (expr);                     \
-    if (!k8s_json_status_.ok()) return k8s_json_status_;  \
-  } while (0)
-
-inline Status ReadMeta(const Fields& top, ObjectMeta* m) {
-  Fields f(nullptr, "");
-  K8S_JSON_TRY(top.Sub("metadata", &f));
-  K8S_JSON_TRY(f.String("name", &m->name));
-  K8S_JSON_TRY(f.String("namespace", &m->namespace_));
-  K8S_JSON_TRY(f.String("uid", &m->uid));
-  K8S_JSON_TRY(f.String("resourceVersion", &m->resource_version));
-  K8S_JSON_TRY(f.StringMap("annotations", &m->annotations));
-  K8S_JSON_TRY(f.StringMap("labels", &m->labels));
-  K8S_JSON_TRY(f.StringList("finalizers", &m->finalizers));
-  m->deleting = f.Has("deletionTimestamp");
-  return Status::Ok();
-}
-
-inline Status Read(const Fields& top, Claim* c) {
-  K8S_JSON_TRY(ReadMeta(top, &c->meta));
-  Fields spec(nullptr, ""), status(nullptr, ""), resources(nullptr, ""), requests(nullptr, "");
-  K8S_JSON_TRY(top.Sub("spec", &spec));
-  K8S_JSON_TRY(top.Sub("status", &status));
-  c->has_storage_class_name = spec.Has("storageClassName");
-  K8S_JSON_TRY(spec.String("storageClassName", &c->storage_class_name));
-  K8S_JSON_TRY(spec.StringList("accessModes", &c->access_modes));
-  K8S_JSON_TRY(spec.String("volumeMode", &c->volume_mode));
-  K8S_JSON_TRY(spec.String("volumeName", &c->volume_name));
-  const Value* present = nullptr;
-  K8S_JSON_TRY(spec.Object("selector", &present));
-  c->has_selector = present != nullptr;
-  // The API server makes the two agree (1.24, AnyVolumeDataSource); dataSource wins if not.
-  for (const char* key : {"dataSourceRef", "dataSource"}) {
-    K8S_JSON_TRY(spec.Object(key, &present));
-    if (present == nullptr) continue;
-    Fields source(nullptr, "");
-    K8S_JSON_TRY(spec.Sub(key, &source));
-    c->has_data_source = true;
-    K8S_JSON_TRY(source.String("apiGroup", &c->data_source.api_group));
-    K8S_JSON_TRY(source.String("kind", &c->data_source.kind));
-    K8S_JSON_TRY(source.String("name", &c->data_source.name));
-  }
-  K8S_JSON_TRY(spec.Sub("resources", &resources));
-  K8S_JSON_TRY(resources.Sub("requests", &requests));
-  K8S_JSON_TRY(requests.QuantityText("storage", &c->storage_request));
-  Fields capacity(nullptr, "");
-  K8S_JSON_TRY(status.Sub("capacity", &capacity));
-  K8S_JSON_TRY(capacity.QuantityText("storage", &c->capacity));
-  c->resizing = false;
-  if (const Value* conditions = status.Find("conditions"); conditions != nullptr && conditions->is<picojson::array>()) {
-    for (const Value& cond : conditions->get<picojson::array>()) {
-      Fields f(&cond, "status.conditions[]");
-      std::string type, state;
-      K8S_JSON_TRY(f.String("type", &type));
-      K8S_JSON_TRY(f.String("status", &state));
-      c->resizing = c->resizing || (type == "Resizing" && state == "True");
-    }
-  }
-  return status.String("phase", &c->phase);
-}
-
-inline Status Read(const Fields& top, Volume* v) {
-  K8S_JSON_TRY(ReadMeta(top, &v->meta));
-  Fields spec(nullptr, ""), status(nullptr, ""), capacity(nullptr, ""), ref(nullptr, ""), host(nullptr, "");
-  K8S_JSON_TRY(top.Sub("spec", &spec));
-  K8S_JSON_TRY(top.Sub("status", &status));
-  K8S_JSON_TRY(spec.Sub("capacity", &capacity));
-  K8S_JSON_TRY(capacity.QuantityText("storage", &v->capacity));
-  K8S_JSON_TRY(spec.StringList("accessModes", &v->access_modes));
-  K8S_JSON_TRY(spec.String("volumeMode", &v->volume_mode));
-  K8S_JSON_TRY(spec.String("storageClassName", &v->storage_class_name));
-  K8S_JSON_TRY(spec.String("persistentVolumeReclaimPolicy", &v->reclaim_policy));
-  K8S_JSON_TRY(spec.StringList("mountOptions", &v->mount_options));
-  v->has_claim_ref = spec.Has("claimRef");
-  K8S_JSON_TRY(spec.Sub("claimRef", &ref));
-  K8S_JSON_TRY(ref.String("namespace", &v->claim_ref.namespace_));
-  K8S_JSON_TRY(ref.String("name", &v->claim_ref.name));
-  K8S_JSON_TRY(ref.String("uid", &v->claim_ref.uid));
-  K8S_JSON_TRY(spec.Sub("hostPath", &host));
-  K8S_JSON_TRY(host.String("path", &v->host_path));
-  K8S_JSON_TRY(host.String("type", &v->host_path_type));
-  if (!spec.Has("hostPath") && spec.Has("local")) {
-    v->local = true;
-    K8S_JSON_TRY(spec.Sub("local", &host));
-    K8S_JSON_TRY(host.String("path", &v->host_path));
-  }
-  return status.String("phase", &v->phase);
-}
-
-inline Status Read(const Fields& top, StorageClass* sc) {
-  K8S_JSON_TRY(ReadMeta(top, &sc->meta));
-  K8S_JSON_TRY(top.String("provisioner", &sc->provisioner));
-  K8S_JSON_TRY(top.String("reclaimPolicy", &sc->reclaim_policy));
-  K8S_JSON_TRY(top.String("volumeBindingMode", &sc->volume_binding_mode));
-  K8S_JSON_TRY(top.StringMap("parameters", &sc->parameters));
-  K8S_JSON_TRY(top.Bool("allowVolumeExpansion", &sc->allow_volume_expansion));
-  return top.StringList("mountOptions", &sc->mount_options);
-}
-
-inline Status Read(const Fields& top, Event* e) {
-  K8S_JSON_TRY(ReadMeta(top, &e->meta));
-  Fields io(nullptr, ""), source(nullptr, "");
-  K8S_JSON_TRY(top.Sub("involvedObject", &io));
-  K8S_JSON_TRY(io.String("kind", &e->involved_kind));
-  K8S_JSON_TRY(io.String("namespace", &e->involved_namespace));
-  K8S_JSON_TRY(io.String("name", &e->involved_name));
-  K8S_JSON_TRY(io.String("uid", &e->involved_uid));
-  K8S_JSON_TRY(io.String("apiVersion", &e->involved_api_version));
-  K8S_JSON_TRY(io.String("resourceVersion", &e->involved_resource_version));
-  K8S_JSON_TRY(top.String("type", &e->type));
-  K8S_JSON_TRY(top.String("reason", &e->reason));
-  K8S_JSON_TRY(top.String("message", &e->message));
-  K8S_JSON_TRY(top.Int("count", &e->count));
-  K8S_JSON_TRY(top.String("firstTimestamp", &e->first_timestamp));
-  K8S_JSON_TRY(top.String("lastTimestamp", &e->last_timestamp));
-  K8S_JSON_TRY(top.Sub("source", &source));
-  K8S_JSON_TRY(source.String("component", &e->source_component));
-  if (e->source_component.empty()) K8S_JSON_TRY(top.String("reportingComponent", &e->source_component));
-  return Status::Ok();
-}
-
-inline Status Read(const Fields& top, Node* n) { return ReadMeta(top, &n->meta); }
-
-inline Status Read(const Fields& top, Lease* l) {
-  K8S_JSON_TRY(ReadMeta(top, &l->meta));
-  Fields spec(nullptr, "");
-  K8S_JSON_TRY(top.Sub("spec", &spec));
-  K8S_JSON_TRY(spec.String("holderIdentity", &l->holder));
-  K8S_JSON_TRY(spec.Int("leaseDurationSeconds", &l->duration_seconds));
-  K8S_JSON_TRY(spec.String("acquireTime", &l->acquire_time));
-  K8S_JSON_TRY(spec.String("renewTime", &l->renew_time));
-  return spec.Int("leaseTransitions", &l->transitions);
-}
-
-#undef K8S_JSON_TRY
-
-inline const char* KindOf(const Claim*) { return "PersistentVolumeClaim"; }
-inline const char* KindOf(const Volume*) { return "PersistentVolume"; }
-inline const char* KindOf(const StorageClass*) { return "StorageClass"; }
-inline const char* KindOf(const Event*) { return "Event"; }
-inline const char* KindOf(const Lease*) { return "Lease"; }
-inline const char* KindOf(const Node*) { return "Node"; }
-
-// Parses JSON text. Errors (kInvalid): picojson's message (with its line), a number beyond a
-// double's range (picojson throws for those), or data after the value (picojson stops at the
-// end of the first value).
-inline Status Parse(const std::string& text, Value* out) {
-  std::string err;
-  std::string::const_iterator end;
-  try {
-    end = picojson::parse(*out, text.begin(), text.end(), &err);
-  } catch (const std::exception&) {
-    *out = Value();
-    return Status::Invalid("invalid JSON: a number beyond the range of a double");
-  }
-  if (!err.empty()) return Status::Invalid("invalid JSON: " + OneLine(err));
-  if (text.find_first_not_of(" \t\r\n", static_cast<size_t>(end - text.begin())) != std::string::npos)
-    return Status::Invalid("invalid JSON: unexpected data after the value");
-  return Status::Ok();
-}
-
-inline Value Str(const std::string& s) { return Value(s); }
-inline Value Strings(const std::vector<std::string>& list) {
-  picojson::array a;
-  for (const auto& s : list) a.emplace_back(s);
-  return Value(std::move(a));
-}
-inline Value StringMapValue(const std::map<std::string, std::string>& m) {
-  Object o;
-  for (const auto& [k, v] : m) o[k] = Value(v);
-  return Value(std::move(o));
-}
-// Sets o[key] to `s` unless it is empty.
-inline void SetIfSet(Object* o, const char* key, const std::string& s) {
-  if (!s.empty()) (*o)[key] = Value(s);
-}
-
-inline Value MetaValue(const ObjectMeta& m) {
-  Object meta;
-  if (!m.annotations.empty()) meta["annotations"] = StringMapValue(m.annotations);
-  if (!m.finalizers.empty()) meta["finalizers"] = Strings(m.finalizers);
-  if (!m.labels.empty()) meta["labels"] = StringMapValue(m.labels);
-  meta["name"] = Str(m.name);
-  SetIfSet(&meta, "namespace", m.namespace_);
-  SetIfSet(&meta, "resourceVersion", m.resource_version);
-  return Value(std::move(meta));
-}
-
-}  // namespace k8s_json_detail
+// The templates below are defined in k8s_json.cpp for T = Claim, Volume, StorageClass, Event,
+// Lease and Node (the kinds this program reads).
 
 // An object (Claim, Volume, StorageClass, Event or Lease) from its JSON. Absent or null fields
 // stay empty; a field of the wrong JSON type, a non-object, or a different "kind" is an error
 // (kInvalid) naming the field and the object ("PersistentVolumeClaim apps/data: field
 // spec.accessModes[1]: expected a string, got number").
 template <class T>
-Result<T> FromJson(const picojson::value& v) {
-  using namespace k8s_json_detail;
-  const std::string kind = KindOf(static_cast<T*>(nullptr));
-  if (!v.is<Object>()) return Status::Invalid(kind + ": expected a JSON object, got " + TypeName(v));
-  Fields top(&v, "");
-  std::string got;
-  if (Status s = top.String("kind", &got); !s.ok()) return s.Wrap(kind);
-  if (!got.empty() && got != kind) return Status::Invalid("expected kind " + kind + ", got " + got);
-  T out;
-  if (Status s = Read(top, &out); !s.ok()) {
-    const ObjectMeta& m = out.meta;
-    return s.Wrap(m.name.empty() ? kind : kind + " " + (m.namespace_.empty() ? m.name : m.namespace_ + "/" + m.name));
-  }
-  return out;
-}
+Result<T> FromJson(const picojson::value& v);
 
 // The same from JSON text.
 template <class T>
-Result<T> FromJsonText(const std::string& text) {
-  picojson::value v;
-  if (Status s = k8s_json_detail::Parse(text, &v); !s.ok()) return s;
-  return FromJson<T>(v);
-}
+Result<T> FromJsonText(const std::string& text);
 
 // The PV to POST to /api/v1/persistentvolumes, as JSON text: apiVersion, kind, metadata
 // (name, and annotations, labels, finalizers when present), spec (capacity.storage,
 // accessModes, volumeMode and storageClassName and mountOptions when set,
 // persistentVolumeReclaimPolicy, claimRef when has_claim_ref, hostPath or local when
 // host_path is set, nodeAffinity when `node` is set). Status is the server's.
-inline std::string VolumeToJson(const Volume& v) {
-  using namespace k8s_json_detail;
-  Object spec;
-  spec["accessModes"] = Strings(v.access_modes);
-  spec["capacity"] = Value(Object{{"storage", Str(v.capacity)}});
-  if (v.has_claim_ref) {
-    Object ref{{"apiVersion", Str("v1")}, {"kind", Str("PersistentVolumeClaim")}, {"name", Str(v.claim_ref.name)},
-               {"namespace", Str(v.claim_ref.namespace_)}};
-    SetIfSet(&ref, "uid", v.claim_ref.uid);
-    spec["claimRef"] = Value(std::move(ref));
-  }
-  if (!v.host_path.empty()) {
-    Object host{{"path", Str(v.host_path)}};
-    if (!v.local) SetIfSet(&host, "type", v.host_path_type);
-    spec[v.local ? "local" : "hostPath"] = Value(std::move(host));
-  }
-  if (!v.node.empty()) {
-    Object expr{{"key", Str(ann::kHostnameLabel)}, {"operator", Str("In")}, {"values", Strings({v.node})}};
-    Object term{{"matchExpressions", Value(picojson::array{Value(std::move(expr))})}};
-    Object required{{"nodeSelectorTerms", Value(picojson::array{Value(std::move(term))})}};
-    spec["nodeAffinity"] = Value(Object{{"required", Value(std::move(required))}});
-  }
-  if (!v.mount_options.empty()) spec["mountOptions"] = Strings(v.mount_options);
-  SetIfSet(&spec, "persistentVolumeReclaimPolicy", v.reclaim_policy);
-  SetIfSet(&spec, "storageClassName", v.storage_class_name);
-  SetIfSet(&spec, "volumeMode", v.volume_mode);
-  Object pv{{"apiVersion", Str("v1")}, {"kind", Str("PersistentVolume")}, {"metadata", MetaValue(v.meta)},
-            {"spec", Value(std::move(spec))}};
-  return Value(std::move(pv)).serialize();
-}
+std::string VolumeToJson(const Volume& v);
 
 // The core/v1 Event to POST to /api/v1/namespaces/<ns>/events, as JSON text. Empty strings
 // are left out (e.g. involvedObject.namespace of a cluster-scoped object, unset timestamps);
 // reportingComponent repeats source.component.
-inline std::string EventToJson(const Event& e) {
-  using namespace k8s_json_detail;
-  Object involved;
-  SetIfSet(&involved, "apiVersion", e.involved_api_version);
-  SetIfSet(&involved, "kind", e.involved_kind);
-  SetIfSet(&involved, "name", e.involved_name);
-  SetIfSet(&involved, "namespace", e.involved_namespace);
-  SetIfSet(&involved, "resourceVersion", e.involved_resource_version);
-  SetIfSet(&involved, "uid", e.involved_uid);
-  Object ev{{"apiVersion", Str("v1")}, {"kind", Str("Event")}, {"count", Value(static_cast<double>(e.count))},
-            {"involvedObject", Value(std::move(involved))}, {"metadata", MetaValue(e.meta)}};
-  SetIfSet(&ev, "firstTimestamp", e.first_timestamp);
-  SetIfSet(&ev, "lastTimestamp", e.last_timestamp);
-  SetIfSet(&ev, "message", e.message);
-  SetIfSet(&ev, "reason", e.reason);
-  SetIfSet(&ev, "type", e.type);
-  if (!e.source_component.empty()) {
-    ev["reportingComponent"] = Str(e.source_component);
-    ev["source"] = Value(Object{{"component", Str(e.source_component)}});
-  }
-  return Value(std::move(ev)).serialize();
-}
+std::string EventToJson(const Event& e);
 
 // The merge patch that bumps a repeated event: count, lastTimestamp and message.
-inline std::string EventBumpJson(const Event& e) {
-  using namespace k8s_json_detail;
-  return Value(Object{{"count", Value(static_cast<double>(e.count))}, {"lastTimestamp", Str(e.last_timestamp)},
-                      {"message", Str(e.message)}})
-      .serialize();
-}
+std::string EventBumpJson(const Event& e);
 
 // The merge patch that sets a PV's finalizers, guarded by its resourceVersion (a merge patch
 // carrying resourceVersion is checked like an update: 409 if stale).
-inline std::string FinalizersPatchJson(const std::string& resource_version, const std::vector<std::string>& finalizers) {
-  using namespace k8s_json_detail;
-  return Value(Object{{"metadata", Value(Object{{"finalizers", Strings(finalizers)},
-                                                {"resourceVersion", Str(resource_version)}})}})
-      .serialize();
-}
+std::string FinalizersPatchJson(const std::string& resource_version, const std::vector<std::string>& finalizers);
 
 // The merge patch that removes one annotation, guarded by the object's uid (a claim deleted
 // and made again under its name is not touched: 409).
-inline std::string RemoveAnnotationJson(const std::string& uid, const std::string& key) {
-  using namespace k8s_json_detail;
-  return Value(Object{{"metadata", Value(Object{{"annotations", Value(Object{{key, Value()}})}, {"uid", Str(uid)}})}})
-      .serialize();
-}
+std::string RemoveAnnotationJson(const std::string& uid, const std::string& key);
 
 // The merge patch that sets one annotation, guarded by the object's resourceVersion.
-inline std::string SetAnnotationJson(const std::string& resource_version, const std::string& key, const std::string& value) {
-  using namespace k8s_json_detail;
-  return Value(Object{{"metadata", Value(Object{{"annotations", Value(Object{{key, Str(value)}})},
-                                                {"resourceVersion", Str(resource_version)}})}})
-      .serialize();
-}
+std::string SetAnnotationJson(const std::string& resource_version, const std::string& key, const std::string& value);
 
 // Volume expansion, as an external resizer writes it (strategic merge patches of a claim's
 // status, with its resourceVersion as a precondition). The first marks the claim Resizing
 // (`now`: RFC 3339) and records the size being allocated (status.allocatedResources, which
 // API servers without the RecoverVolumeExpansionFailure feature drop); the second records the
 // new capacity and takes the resize conditions out.
-inline std::string ResizingPatchJson(const std::string& resource_version, const std::string& now,
-                                     const std::string& capacity) {
-  using namespace k8s_json_detail;
-  Object cond{{"type", Str("Resizing")}, {"status", Str("True")}, {"lastTransitionTime", Str(now)}, {"lastProbeTime", Value()}};
-  return Value(Object{{"metadata", Value(Object{{"resourceVersion", Str(resource_version)}})},
-                      {"status", Value(Object{{"conditions", Value(picojson::array{Value(cond)})},
-                                              {"allocatedResources", Value(Object{{"storage", Str(capacity)}})}})}})
-      .serialize();
-}
-inline std::string ResizedPatchJson(const std::string& resource_version, const std::string& capacity) {
-  using namespace k8s_json_detail;
-  picojson::array drop;
-  for (const char* type : {"Resizing", "FileSystemResizePending"})
-    drop.push_back(Value(Object{{"$patch", Str("delete")}, {"type", Str(type)}}));
-  return Value(Object{{"metadata", Value(Object{{"resourceVersion", Str(resource_version)}})},
-                      {"status", Value(Object{{"capacity", Value(Object{{"storage", Str(capacity)}})},
-                                              {"conditions", Value(drop)}})}})
-      .serialize();
-}
+std::string ResizingPatchJson(const std::string& resource_version, const std::string& now,
+                              const std::string& capacity);
+
+std::string ResizedPatchJson(const std::string& resource_version, const std::string& capacity);
 
 // The merge patch that sets a PV's capacity, guarded by its uid and resourceVersion.
-inline std::string CapacityPatchJson(const std::string& uid, const std::string& resource_version,
-                                     const std::string& capacity) {
-  using namespace k8s_json_detail;
-  return Value(Object{{"metadata", Value(Object{{"uid", Str(uid)}, {"resourceVersion", Str(resource_version)}})},
-                      {"spec", Value(Object{{"capacity", Value(Object{{"storage", Str(capacity)}})}})}})
-      .serialize();
-}
+std::string CapacityPatchJson(const std::string& uid, const std::string& resource_version,
+                              const std::string& capacity);
 
 // The DeleteOptions that delete an object only if its uid is still `uid`.
-inline std::string DeleteIfUidJson(const std::string& uid) {
-  using namespace k8s_json_detail;
-  return Value(Object{{"apiVersion", Str("v1")}, {"kind", Str("DeleteOptions")},
-                      {"preconditions", Value(Object{{"uid", Str(uid)}})}})
-      .serialize();
-}
+std::string DeleteIfUidJson(const std::string& uid);
 
 // A coordination.k8s.io/v1 Lease as JSON text (metadata.resourceVersion when set, so that an
 // update is refused if the lease changed meanwhile).
-inline std::string LeaseToJson(const Lease& l) {
-  using namespace k8s_json_detail;
-  Object spec{{"holderIdentity", Str(l.holder)}, {"leaseDurationSeconds", Value(static_cast<double>(l.duration_seconds))},
-              {"leaseTransitions", Value(static_cast<double>(l.transitions))}};
-  SetIfSet(&spec, "acquireTime", l.acquire_time);
-  SetIfSet(&spec, "renewTime", l.renew_time);
-  return Value(Object{{"apiVersion", Str("coordination.k8s.io/v1")}, {"kind", Str("Lease")},
-                      {"metadata", MetaValue(l.meta)}, {"spec", Value(std::move(spec))}})
-      .serialize();
-}
+std::string LeaseToJson(const Lease& l);
 
 // One line for logs and events from an error answer. A metav1.Status body gives
 // "<message> (<reason>, <http_code>)", e.g. `persistentvolumes "x" already exists
 // (AlreadyExists, 409)`; any other body gives its first 200 bytes and " (<http_code>)";
 // an empty body gives "empty response (<http_code>)". Control characters become spaces.
-inline std::string StatusMessage(int http_code, const std::string& body) {
-  using namespace k8s_json_detail;
-  const std::string code = std::to_string(http_code);
-  Value v;
-  if (Parse(body, &v).ok() && v.is<Object>()) {
-    Fields f(&v, "");
-    std::string kind, message, reason;
-    if (f.String("kind", &kind).ok() && f.String("message", &message).ok() && f.String("reason", &reason).ok() &&
-        (!message.empty() || (kind == "Status" && !reason.empty()))) {
-      const std::string text = message.empty() ? reason : message;
-      const std::string tail = message.empty() || reason.empty() ? code : reason + ", " + code;
-      return OneLine(CutUtf8(text, 1000) + " (" + CutUtf8(tail, 200) + ")");
-    }
-  }
-  if (body.empty()) return "empty response (" + code + ")";
-  return OneLine(CutUtf8(body, 200)) + " (" + code + ")";
-}
+std::string StatusMessage(int http_code, const std::string& body);
 
 // Splits a watch stream into lines as its chunks arrive, in pieces of any size. Not thread-safe.
 class WatchLineSplitter {
@@ -560,28 +92,7 @@ class WatchLineSplitter {
   // Appends n bytes and calls on_line for each line completed, without its "\n" (empty lines
   // are skipped; a trailing "\r" is kept). Returns an error (kInvalid) as soon as a line
   // grows beyond max_line; the stream must then be dropped, and every later Feed fails too.
-  Status Feed(const char* data, size_t n, const std::function<void(const std::string&)>& on_line) {
-    if (!failed_.ok()) return failed_;
-    size_t start = 0;
-    while (start < n) {
-      const void* nl = std::memchr(data + start, '\n', n - start);
-      const size_t end = nl != nullptr ? static_cast<size_t>(static_cast<const char*>(nl) - data) : n;
-      if (pending_.size() + (end - start) > max_line_) {
-        failed_ = Status::Invalid("watch line longer than " + std::to_string(max_line_) + " bytes");
-        pending_.clear();
-        return failed_;
-      }
-      pending_.append(data + start, end - start);
-      if (nl == nullptr) break;
-      if (!pending_.empty()) {
-        std::string line;
-        line.swap(pending_);
-        on_line(line);
-      }
-      start = end + 1;
-    }
-    return Status::Ok();
-  }
+  Status Feed(const char* data, size_t n, const std::function<void(const std::string&)>& on_line);
 
   // Bytes received after the last "\n" (an incomplete line).
   size_t pending() const { return pending_.size(); }
@@ -605,34 +116,7 @@ struct WatchEvent {
 // Parses one watch line. Errors (kInvalid): bad JSON, no string "type", no object "object".
 // An object that cannot be read is not an error of the line: it is in `object`.
 template <class T>
-Result<WatchEvent<T>> ParseWatchEvent(const std::string& line) {
-  using namespace k8s_json_detail;
-  Value v;
-  if (Status s = Parse(line, &v); !s.ok()) return s.Wrap("watch event");
-  if (!v.is<Object>()) return Status::Invalid("watch event: expected a JSON object");
-  WatchEvent<T> ev;
-  Fields top(&v, "");
-  if (Status s = top.String("type", &ev.type); !s.ok()) return s.Wrap("watch event");
-  if (ev.type.empty()) return Status::Invalid("watch event: no type");
-  const Value* object = top.Find("object");
-  if (object == nullptr || !object->is<Object>())
-    return Status::Invalid("watch event " + ev.type + ": expected an object in field object");
-  if (ev.type == "ERROR") {
-    Fields status(object, "object");
-    const Value* code = status.Find("code");
-    const double c = code != nullptr && code->is<double>() ? code->get<double>() : 0;
-    ev.code = c >= 100 && c <= 599 ? static_cast<int>(c) : 0;
-    ev.message = StatusMessage(ev.code, object->serialize());
-  } else if (ev.type == "BOOKMARK") {
-    Fields meta(nullptr, "");
-    Status s = Fields(object, "object").Sub("metadata", &meta);
-    if (s.ok()) s = meta.String("resourceVersion", &ev.resource_version);
-    if (!s.ok()) return s.Wrap("watch event BOOKMARK");
-  } else {
-    ev.object = FromJson<T>(*object);
-  }
-  return ev;
-}
+Result<WatchEvent<T>> ParseWatchEvent(const std::string& line);
 
 // One page of a list answer: metadata.resourceVersion, metadata.continue, and how many items
 // it held (each went to ParseList's callback).
@@ -646,23 +130,14 @@ struct ListPage {
 // reads it. Errors (kInvalid): bad JSON, not an object, wrong field types, items not an array;
 // no item is handed over then. Absent or null items is an empty list.
 template <class T>
-Result<ListPage> ParseList(const std::string& text, const std::function<void(Result<T>)>& on_item) {
-  using namespace k8s_json_detail;
-  Value v;
-  if (Status s = Parse(text, &v); !s.ok()) return s.Wrap("list");
-  if (!v.is<Object>()) return Status::Invalid(std::string("list: expected a JSON object, got ") + TypeName(v));
-  Fields top(&v, ""), meta(nullptr, "");
-  ListPage page;
-  Status s = top.Sub("metadata", &meta);
-  if (s.ok()) s = meta.String("resourceVersion", &page.resource_version);
-  if (s.ok()) s = meta.String("continue", &page.continue_token);
-  const Value* items = top.Find("items");
-  if (s.ok() && items != nullptr && !items->is<picojson::array>()) s = WrongType("", "items", "an array", *items);
-  if (!s.ok()) return s.Wrap("list");
-  if (items == nullptr) return page;
-  for (const Value& item : items->get<picojson::array>()) {
-    ++page.items;
-    on_item(FromJson<T>(item));
-  }
-  return page;
-}
+Result<ListPage> ParseList(const std::string& text, const std::function<void(Result<T>)>& on_item);
+
+// Pieces of the above that the tests use on their own.
+namespace k8s_json_detail {
+
+// Parses JSON text. Errors (kInvalid): picojson's message (with its line), a number beyond a
+// double's range (picojson throws for those), or data after the value (picojson stops at the
+// end of the first value).
+Status Parse(const std::string& text, picojson::value* out);
+
+}  // namespace k8s_json_detail

@@ -7,7 +7,6 @@
 #pragma once
 #include <chrono>
 #include <condition_variable>
-#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <string>
@@ -26,63 +25,34 @@ struct Involved {
   std::string resource_version;
 };
 
-
+// Normal, Warning, WarningOnce, NormalOnce, Mute and Stop may be called from any thread.
 class EventRecorder {
  public:
   EventRecorder(std::shared_ptr<const ApiEndpoint> ep, std::string component)
       : conn_(std::move(ep)), api_(&conn_), component_(std::move(component)) {}
   ~EventRecorder() { Stop(); }
 
-  Status Start() {
-    if (Status s = conn_.Init(); !s.ok()) return s;
-    thread_ = std::thread([this] { Run(); });
-    return Status::Ok();
-  }
+  // Starts the sending thread. Errors: those of ApiConnection::Init (a CA, or a client
+  // certificate and key, that cannot be used); no thread is started then.
+  Status Start();
 
   // Sends what is queued for up to kDrain, then stops the thread: a request still in progress
   // then (a server that does not answer) is cut short.
-  void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) return;
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (!thread_.joinable()) return;
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, kDrain, [this] { return done_; })) {
-      if (!queue_.empty()) LogWarn("stopping: " + std::to_string(queue_.size()) + " events not sent");
-      queue_.clear();
-      while (!done_) {  // a request may start just after a Close(): keep at it
-        conn_.Close();
-        cv_.wait_for(lock, std::chrono::milliseconds(20));
-      }
-    }
-    lock.unlock();
-    thread_.join();
-  }
+  void Stop();
 
   // From now on events are dropped: the instance is stopping, and what fails now fails because
   // the stop cut it short (not worth a Warning). Those already queued are still sent by Stop.
-  void Mute() {
-    std::lock_guard<std::mutex> lock(mu_);
-    muted_ = true;
-  }
+  void Mute();
 
-  void Normal(const Involved& obj, const std::string& reason, const std::string& message) {
-    Enqueue({obj, "Normal", reason, message});
-  }
-  void Warning(const Involved& obj, const std::string& reason, const std::string& message) {
-    Enqueue({obj, "Warning", reason, message});
-  }
+  // Queue an event of type Normal or Warning on `obj` and return at once; the thread sends
+  // it. Nothing is queued once muted. Past kQueued waiting, the oldest is dropped, with a log
+  // line. A failure to send is logged, never returned.
+  void Normal(const Involved& obj, const std::string& reason, const std::string& message);
+  void Warning(const Involved& obj, const std::string& reason, const std::string& message);
   // A warning that every instance of a DaemonSet may send: it is named after what it says,
   // so the API server keeps the first one made and refuses the others (409).
-  void WarningOnce(const Involved& obj, const std::string& reason, const std::string& message) {
-    Enqueue({obj, "Warning", reason, message, true});
-  }
-  void NormalOnce(const Involved& obj, const std::string& reason, const std::string& message) {
-    Enqueue({obj, "Normal", reason, message, true});
-  }
+  void WarningOnce(const Involved& obj, const std::string& reason, const std::string& message);
+  void NormalOnce(const Involved& obj, const std::string& reason, const std::string& message);
 
  private:
   static constexpr size_t kQueued = 1000;
@@ -94,107 +64,22 @@ class EventRecorder {
     bool once = false;
   };
 
-  void Enqueue(Pending p) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (muted_) return;
-    if (queue_.size() >= kQueued) {
-      LogWarn("too many events waiting; dropping " + queue_.front().reason + " on " + queue_.front().obj.name);
-      queue_.pop_front();
-    }
-    queue_.push_back(std::move(p));
-    cv_.notify_all();  // (Stop may wait on cv_ too)
-  }
+  void Enqueue(Pending p);
 
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto deadline = std::chrono::steady_clock::time_point::max();
-    for (;;) {
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-      if (stop_ && deadline == std::chrono::steady_clock::time_point::max())
-        deadline = std::chrono::steady_clock::now() + kDrain;
-      if (queue_.empty() || std::chrono::steady_clock::now() > deadline) break;
-      Pending p = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
-      Record(p);
-      lock.lock();
-    }
-    done_ = true;
-    cv_.notify_all();
-  }
+  void Run();
 
   static constexpr size_t kRemembered = 4096;  // events whose count we can still bump
 
   // What makes two events the same one (its count is bumped instead of a new one made).
-  static std::string KeyOf(const Pending& p) {
-    return p.obj.uid + "\n" + p.type + "\n" + p.reason + "\n" + p.message;
-  }
+  static std::string KeyOf(const Pending& p);
 
   // Bumps the event if it was seen before, else creates it; an event seen before that has
   // expired meanwhile (events live an hour) is made anew.
-  void Record(const Pending& p) {
-    const std::string key = KeyOf(p), now = logging::UtcNow(0);
-    if (p.once) {
-      Status s = api_.CreateEvent(NewEvent(p, now));
-      if (!s.ok() && s.code() != Status::kConflict) LogWarn("event " + p.reason + " on " + p.obj.name + " not recorded: " + s.message());
-      return;
-    }
-    Status s = Status::NotFound("");
-    if (auto it = seen_.find(key); it != seen_.end()) {
-      Event e = it->second;
-      e.count++;
-      e.last_timestamp = now;
-      s = api_.BumpEvent(e);
-      if (s.ok()) return Remember(key, e);
-    }
-    if (s.code() == Status::kNotFound) {
-      Event e = NewEvent(p, now);
-      s = api_.CreateEvent(e);
-      if (s.ok()) return Remember(key, e);
-    }
-    LogWarn("event " + p.reason + " on " + p.obj.name + " not recorded: " + s.message());
-  }
+  void Record(const Pending& p);
 
-  Event NewEvent(const Pending& p, const std::string& now) const {
-    Event e;
-    // Cluster-scoped objects' events go to "default", as Kubernetes' recorder does.
-    e.meta.namespace_ = p.obj.namespace_.empty() ? "default" : p.obj.namespace_;
-    char suffix[32];
-    unsigned long long id = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                std::chrono::system_clock::now().time_since_epoch()).count();
-    if (p.once) {  // FNV-1a of what the event says: the same name on every instance
-      id = 14695981039346656037ULL;
-      for (char c : KeyOf(p)) id = (id ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-    }
-    std::snprintf(suffix, sizeof suffix, ".%llx", id);
-    e.meta.name = p.obj.name.substr(0, 200) + suffix;
-    e.involved_kind = p.obj.kind;
-    e.involved_namespace = p.obj.namespace_;
-    e.involved_name = p.obj.name;
-    e.involved_uid = p.obj.uid;
-    e.involved_resource_version = p.obj.resource_version;
-    e.type = p.type;
-    e.reason = p.reason;
-    e.message = ValidUtf8(p.message);
-    e.count = 1;
-    e.first_timestamp = e.last_timestamp = now;
-    e.source_component = component_;
-    return e;
-  }
+  Event NewEvent(const Pending& p, const std::string& now) const;
 
-  void Remember(const std::string& key, const Event& e) {
-    auto it = seen_.find(key);
-    if (it != seen_.end()) {
-      it->second = e;
-      return;
-    }
-    if (order_.size() >= kRemembered) {
-      seen_.erase(order_.front());
-      order_.pop_front();
-    }
-    order_.push_back(key);
-    seen_[key] = e;
-  }
+  void Remember(const std::string& key, const Event& e);
 
   ApiConnection conn_;  // used by the recorder's thread only
   KubeApi api_;

@@ -5,6 +5,8 @@
 //  - what VolumeToJson / EventToJson write, FromJson reads back unchanged;
 //  - StatusMessage always gives one line (no control characters).
 // Build and run with `make fuzz` (mk/fuzz.mk).
+#include <picojson.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>

@@ -2,6 +2,7 @@
 // answers and watch streams, the bearer token and its 401 retry, Retry-After, the observer, and
 // what a user reads when the transport fails; against a scripted TLS server that sees every
 // byte and writes raw answers.
+#include <httplib.h>
 #include <signal.h>
 
 #include <atomic>

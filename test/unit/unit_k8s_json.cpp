@@ -2,6 +2,8 @@
 // bodies, watch-stream splitting, watch events and list pages.
 #include <catch2/catch.hpp>
 
+#include <picojson.h>
+
 #include <string>
 #include <vector>
 

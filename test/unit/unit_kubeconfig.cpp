@@ -3,7 +3,10 @@
 #include "kube/kubeconfig.hpp"
 
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -1,0 +1,115 @@
+// The typed calls of k8s.hpp that are not templates.
+#include "kube/k8s.hpp"
+
+namespace api {
+
+// By hand, as cpp-httplib's encode_query_param does it (letters, digits and -_.!~*'() as they
+// are, every other byte as %XX in capitals), so that this file need not compile httplib.h.
+std::string QueryEscape(const std::string& v) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : v) {
+    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (alnum || c == '-' || c == '_' || c == '.' || c == '!' || c == '~' || c == '*' || c == '\'' || c == '(' ||
+        c == ')') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.append({'%', kHex[c >> 4], kHex[c & 15]});
+    }
+  }
+  return out;
+}
+
+}  // namespace api
+
+Status KubeApi::CreateVolume(const Volume& v) {
+  return Check(conn_->Request("POST", api::kVolumes, VolumeToJson(v)), "create PersistentVolume " + v.meta.name);
+}
+
+Result<Volume> KubeApi::GetVolume(const std::string& name) {
+  auto r = conn_->Request("GET", std::string(api::kVolumes) + "/" + name);
+  if (Status s = Check(r, "get PersistentVolume " + name); !s.ok()) return s;
+  return FromJsonText<Volume>(r->body);
+}
+
+Status KubeApi::SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers) {
+  auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                          FinalizersPatchJson(v.meta.resource_version, finalizers), "application/merge-patch+json");
+  return Check(r, "remove finalizer of PersistentVolume " + v.meta.name);
+}
+
+Status KubeApi::SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value) {
+  auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                          SetAnnotationJson(v.meta.resource_version, key, value), "application/merge-patch+json");
+  return Check(r, "annotate PersistentVolume " + v.meta.name);
+}
+
+Status KubeApi::DeleteVolume(const std::string& name, const std::string& uid) {
+  auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, DeleteIfUidJson(uid));
+  if (r.ok() && r->status == 404) return Status::Ok();
+  return Check(r, "delete PersistentVolume " + name);
+}
+
+Status KubeApi::RemoveClaimAnnotation(const Claim& c, const std::string& key) {
+  auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name,
+                          RemoveAnnotationJson(c.meta.uid, key), "application/merge-patch+json");
+  return Check(r, "remove annotation " + key + " from PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
+}
+
+Result<std::string> KubeApi::PatchClaimStatus(const Claim& c, const std::string& patch) {
+  auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name +
+                          "/status", patch, "application/strategic-merge-patch+json");
+  if (Status s = Check(r, "update the status of PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name); !s.ok())
+    return s;
+  Result<Claim> now = FromJsonText<Claim>(r->body);
+  if (!now.ok()) return now.status();
+  return now->meta.resource_version;
+}
+
+Status KubeApi::SetVolumeCapacity(const Volume& v, const std::string& capacity) {
+  auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
+                          CapacityPatchJson(v.meta.uid, v.meta.resource_version, capacity),
+                          "application/merge-patch+json");
+  return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
+}
+
+Status KubeApi::GetNode(const std::string& name) {
+  return Check(conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json",
+                              std::chrono::seconds(0), kMaxObjectBytes),
+               "get Node " + name);
+}
+
+Status KubeApi::DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid) {
+  auto r = conn_->Request("DELETE", "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name, DeleteIfUidJson(uid));
+  if (r.ok() && r->status == 404) return Status::Ok();
+  return Check(r, "delete PersistentVolumeClaim " + ns + "/" + name);
+}
+
+Status KubeApi::CreateEvent(const Event& e) {
+  return Check(conn_->Request("POST", api::Events(e.meta.namespace_), EventToJson(e)), "create Event " + e.meta.name);
+}
+
+Status KubeApi::BumpEvent(const Event& e) {
+  auto r = conn_->Request("PATCH", api::Events(e.meta.namespace_) + "/" + e.meta.name, EventBumpJson(e),
+                          "application/merge-patch+json");
+  return Check(r, "update Event " + e.meta.name);
+}
+
+Result<Lease> KubeApi::GetLease(const std::string& ns, const std::string& name, std::chrono::seconds timeout) {
+  auto r = conn_->Request("GET", api::Leases(ns) + "/" + name, "", "application/json", timeout);
+  if (Status s = Check(r, "get lease " + ns + "/" + name); !s.ok()) return s;
+  return FromJsonText<Lease>(r->body);
+}
+
+Result<Lease> KubeApi::CreateLease(const Lease& l) {
+  auto r = conn_->Request("POST", api::Leases(l.meta.namespace_), LeaseToJson(l));
+  if (Status s = Check(r, "create lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
+  return FromJsonText<Lease>(r->body);
+}
+
+Result<Lease> KubeApi::UpdateLease(const Lease& l, std::chrono::seconds timeout) {
+  auto r = conn_->Request("PUT", api::Leases(l.meta.namespace_) + "/" + l.meta.name, LeaseToJson(l), "application/json",
+                          timeout);
+  if (Status s = Check(r, "update lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
+  return FromJsonText<Lease>(r->body);
+}
