@@ -1,25 +1,10 @@
 // The typed calls of k8s.hpp that are not templates.
 #include "kube/k8s.hpp"
 
+#include <httplib.h>
+
 namespace api {
-
-// By hand, as cpp-httplib's encode_query_param does it (letters, digits and -_.!~*'() as they
-// are, every other byte as %XX in capitals), so that this file need not compile httplib.h.
-std::string QueryEscape(const std::string& v) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : v) {
-    const bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (alnum || c == '-' || c == '_' || c == '.' || c == '!' || c == '~' || c == '*' || c == '\'' || c == '(' ||
-        c == ')') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.append({'%', kHex[c >> 4], kHex[c & 15]});
-    }
-  }
-  return out;
-}
-
+std::string QueryEscape(const std::string& v) { return httplib::detail::encode_query_param(v); }
 }  // namespace api
 
 Status KubeApi::CreateVolume(const Volume& v) {

@@ -21,8 +21,7 @@ inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses"
 inline constexpr const char* kNodes = "/api/v1/nodes";
 inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
 inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
-// A value for a query string, percent-encoded: letters, digits and -_.!~*'() as they are,
-// every other byte as %XX (as cpp-httplib's encode_query_param does).
+// A value for a query string, percent-encoded (as cpp-httplib's encode_query_param does).
 std::string QueryEscape(const std::string& v);
 }  // namespace api
 
