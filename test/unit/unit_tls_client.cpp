@@ -2,6 +2,11 @@
 // the server's name or address), the client certificate it presents, and the messages a user sees when TLS fails.
 #include <signal.h>
 
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <fstream>
