@@ -2,135 +2,47 @@
 // this node's instance takes them: join (make the directory here, then hold this node's
 // finalizer on the PV), leave (remove the directory here if the policy is Delete, then the
 // finalizer), drop the finalizers of nodes whose Node object no longer exists, and tell
-// whether any holder is left. The
-// decisions are reconcile.hpp's (DecideVolume); every step is idempotent, and finalizer
-// changes carry the PV's resourceVersion, so instances racing on one PV never lose a change.
+// whether any holder is left. The decisions are reconcile.hpp's (DecideVolume); every step is
+// idempotent, and finalizer changes carry the PV's resourceVersion, so instances racing on one
+// PV never lose a change.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "base/config.hpp"
-#include "kube/k8s.hpp"
-#include "base/log.hpp"
 #include "decide/reconcile.hpp"
-#include "kube/recorder.hpp"
 #include "fs/roots.hpp"
+#include "kube/k8s.hpp"
+#include "kube/recorder.hpp"
 
 class EveryNodeSteps {
  public:
+  // Every argument must outlive the steps. Thread-safe.
   EveryNodeSteps(const Config& cfg, Roots* roots, EventRecorder* recorder)
       : cfg_(cfg), roots_(roots), recorder_(recorder) {}
 
-  // Ok when done; an error (logged, and an event when the user can act) means retry later.
-  Status Join(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
-    const std::string path = a.root + "/" + a.dir_name;
-    Status s = Dir(a, [&](const Root& root) { return root.MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); });
-    if (!s.ok()) {
-      const std::string hint = FixHint(s);
-      return Told(pv, reason::kProvisioningFailed,
-                  "cannot make directory " + path + " on node " + cfg_.node_name + ": " + s.message() +
-                      (hint.empty() ? "" : "; " + hint));
-    }
-    std::vector<std::string> finalizers = v.meta.finalizers;
-    finalizers.push_back(NodeFinalizer(cfg_.node_name));
-    if (s = api.SetVolumeFinalizers(v, finalizers); !s.ok()) return Quiet(v, s);
-    LogInfo("volume " + v.meta.name + ": made " + path + " on node " + cfg_.node_name);
-    return Status::Ok();
-  }
+  // Makes a.dir_name here, then adds this node's finalizer to `v`. Ok when done (or the PV is
+  // gone); an error (logged, and an event on `pv` when the user can act) means retry later.
+  Status Join(KubeApi& api, const Volume& v, const Action& a, const Involved& pv);
 
-  Status Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
-    const std::string path = a.root + "/" + a.dir_name;
-    if (a.remove_dir) {
-      Status s = Dir(a, [&](const Root& root) { return root.RemoveTree(a.dir_name); });
-      if (!s.ok()) {
-        const std::string hint = FixHint(s);
-        return Told(pv, reason::kVolumeFailedDelete,
-                    "removing " + path + " on node " + cfg_.node_name + " failed: " + s.message() +
-                        (hint.empty() ? "" : "; " + hint) + "; will retry");
-      }
-    }
-    if (Status s = api.SetVolumeFinalizers(v, Without(v, {cfg_.node_name})); !s.ok()) return Quiet(v, s);
-    LogInfo("volume " + v.meta.name + ": " + (a.remove_dir ? "removed " + path : "kept " + path + " (reclaim policy " +
-                                                                                  v.reclaim_policy + ")") +
-            " on node " + cfg_.node_name);
-    return Status::Ok();
-  }
+  // Removes a.dir_name here if a.remove_dir (the policy is Delete), then this node's
+  // finalizer. Ok when done (or the PV is gone); an error (logged, and an event on `pv` when
+  // the user can act) means retry later.
+  Status Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv);
 
   // Does a node that holds the volume (its finalizer on it) still exist? Ok with *any when
   // asked; an API error otherwise.
-  Status AnyHolderExists(KubeApi& api, const Volume& v, bool* any) {
-    *any = false;
-    for (const std::string& node : FinalizerNodes(v)) {
-      Status s = api.GetNode(node);
-      if (s.ok()) {
-        *any = true;
-        return s;
-      }
-      if (s.code() != Status::kNotFound) return s;
-    }
-    return Status::Ok();
-  }
+  Status AnyHolderExists(KubeApi& api, const Volume& v, bool* any);
 
-  // Drops the finalizers of other nodes that no longer exist. *others_left: finalizers of
-  // existing nodes remain (their instances have not left yet).
-  Status PruneGone(KubeApi& api, const Volume& v, const Involved& pv, bool* others_left) {
-    std::vector<std::string> gone;
-    *others_left = false;
-    for (const std::string& node : FinalizerNodes(v)) {
-      if (node == cfg_.node_name) continue;
-      Status s = api.GetNode(node);
-      if (s.code() == Status::kNotFound) {
-        gone.push_back(node);
-      } else if (s.ok()) {
-        *others_left = true;
-      } else {
-        return Quiet(v, s);
-      }
-    }
-    if (gone.empty()) return Status::Ok();
-    if (Status s = api.SetVolumeFinalizers(v, Without(v, gone)); !s.ok()) return Quiet(v, s);
-    for (const std::string& node : gone) {
-      const std::string message = "node " + node + " no longer exists: its finalizer on this volume was removed "
-                                  "(its directory there, if the node comes back, is left alone)";
-      LogWarn("volume " + v.meta.name + ": " + message);
-      recorder_->WarningOnce(pv, "NodeDeleted", message);
-    }
-    return Status::Ok();
-  }
+  // Drops the finalizers of other nodes that no longer exist (a NodeDeleted Warning each, once).
+  // *others_left: finalizers of existing nodes remain (their instances have not left yet). An
+  // API error (logged unless a conflict) means retry later.
+  Status PruneGone(KubeApi& api, const Volume& v, const Involved& pv, bool* others_left);
 
  private:
-  // Runs `step` on the action's root, once it is usable (and mounted, if required).
-  template <class Step>
-  Status Dir(const Action& a, Step step) {
-    Result<Roots::Ref> root = roots_->Get(a.root);
-    if (!root.ok()) return root.status().Wrap("cannot use " + a.root);
-    if (a.require_mount)
-      if (Status s = (*root)->FilesystemMounted(); !s.ok()) return s.Wrap("requireMount");
-    return step(**root);
-  }
-
-  static std::vector<std::string> Without(const Volume& v, const std::vector<std::string>& nodes) {
-    std::vector<std::string> rest;
-    for (const std::string& f : v.meta.finalizers) {
-      bool drop = false;
-      for (const std::string& n : nodes) drop = drop || f == NodeFinalizer(n);
-      if (!drop) rest.push_back(f);
-    }
-    return rest;
-  }
-
-  Status Told(const Involved& pv, const char* reason, const std::string& message) {
-    LogWarn("volume " + pv.name + ": " + message);
-    recorder_->Warning(pv, reason, message);
-    return Status::Error(message);
-  }
-  // An API answer that needs no one's attention: a conflict (a newer version is on its way
-  // through the watch) or the PV already gone (ok); anything else is logged.
-  static Status Quiet(const Volume& v, const Status& s) {
-    if (s.code() == Status::kNotFound) return Status::Ok();
-    if (s.code() != Status::kConflict) LogWarn("volume " + v.meta.name + ": " + s.message());
-    return s;
-  }
+  Status Dir(const Action& a, const std::function<Status(const Root&)>& step);
+  Status Told(const Involved& pv, const char* reason, const std::string& message);
 
   const Config& cfg_;
   Roots* roots_;

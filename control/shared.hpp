@@ -9,40 +9,20 @@
 
 #include "base/config.hpp"
 #include "kube/k8s.hpp"
-#include "base/log.hpp"
-#include "decide/reconcile.hpp"
 #include "kube/recorder.hpp"
 
 class SharedSteps {
  public:
+  // `cfg` and `recorder` must outlive the steps.
   SharedSteps(const Config& cfg, EventRecorder* recorder) : cfg_(cfg), recorder_(recorder) {}
 
-  // Ok with *taken when this node now acts on `v` (its watch event brings the rest), with
-  // !*taken when `holder` still exists (its instance acts; ask again later); an API error
-  // (a conflict: another instance took it, or it changed) otherwise.
-  Status Adopt(KubeApi& api, const Volume& v, const std::string& holder, const Involved& pv, bool* taken) {
-    *taken = false;
-    Status s = api.GetNode(holder);
-    if (s.ok()) return s;
-    if (s.code() != Status::kNotFound) return Logged(v, s);
-    if (s = api.SetVolumeAnnotation(v, ann::kNode, cfg_.node_name); !s.ok()) {
-      if (s.code() == Status::kNotFound) return Status::Ok();  // gone meanwhile
-      return s.code() == Status::kConflict ? s : Logged(v, s);
-    }
-    *taken = true;
-    const std::string message = "node " + holder + " no longer exists: node " + cfg_.node_name +
-                                "'s instance takes this shared volume over (removes it)";
-    LogInfo("volume " + v.meta.name + ": " + message);
-    recorder_->Normal(pv, "NodeDeleted", message);
-    return Status::Ok();
-  }
+  // Ok with *taken when this node now acts on `v` (its watch event brings the rest; a NodeDeleted
+  // event on `pv` says so), with !*taken when `holder` still exists (its instance acts; ask
+  // again later) or the PV is gone meanwhile; an API error (a conflict: another instance took
+  // it, or it changed) otherwise, logged unless a conflict. Thread-safe.
+  Status Adopt(KubeApi& api, const Volume& v, const std::string& holder, const Involved& pv, bool* taken);
 
  private:
-  static Status Logged(const Volume& v, const Status& s) {
-    LogWarn("volume " + v.meta.name + ": " + s.message());
-    return s;
-  }
-
   const Config& cfg_;
   EventRecorder* recorder_;
 };

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "control/usage.hpp"
+#include "decide/reconcile.hpp"
 
 namespace {
 

@@ -1,0 +1,99 @@
+// A clone, the controller's side: the bodies (cloning.hpp has the contracts).
+#include "control/cloning.hpp"
+
+#include <cerrno>
+
+#include "base/log.hpp"
+#include "fs/fsops.hpp"
+#include "fs/quota.hpp"
+
+Cloning::Cloning(const Config& cfg, const Informer<Claim>* claims, const Informer<Volume>* volumes, Roots* roots,
+                 Cloner* cloner, VolumeMaker* maker, Promises* promises, const NameSet* created, NameSet* space_waiters,
+                 EventRecorder* recorder, ControllerStats* stats, UsedBytes used_bytes, Wake wake)
+    : cfg_(cfg), claims_(claims), volumes_(volumes), roots_(roots), cloner_(cloner), maker_(maker), promises_(promises),
+      created_(created), space_waiters_(space_waiters), recorder_(recorder), stats_(stats),
+      used_bytes_(std::move(used_bytes)), wake_(std::move(wake)) {}
+
+Action Cloning::Decide(const std::string& key, const Claim& claim, const StorageClass* sc, const Volume* existing,
+                       const std::string& pv_name) {
+  // Its source as the caches hold it.
+  std::optional<Claim> source_claim;
+  std::optional<Volume> source_volume;
+  const std::string source_key = CloneSourceKey(claim);
+  if (!source_key.empty()) {
+    source_claim = claims_->Get(source_key);
+    if (source_claim && !source_claim->volume_name.empty()) source_volume = volumes_->Get(source_claim->volume_name);
+  }
+  Action a = DecideClone(cfg_, claim, sc, existing,
+                         {source_claim ? &*source_claim : nullptr, source_volume ? &*source_volume : nullptr,
+                          !source_key.empty() && cloner_->Has(pv_name)});
+  // A clone that may yet be made is looked at again when its source, or the source's volume,
+  // changes (it binds: the claim's volumeName, then its phase; the volume appears). A change
+  // between the reads above and now found no waiter: then it is looked at again at once.
+  if (a.kind == Action::kFail && a.retry && !source_key.empty()) {
+    waiters_.Add(source_key, key);
+    if (SourceSeen(source_key) != SourceSeen(source_claim, source_volume)) wake_("claim/" + key);
+  }
+  return a;
+}
+
+void Cloning::SourceChanged(const std::string& source_key) {
+  for (const std::string& waiting : waiters_.Take(source_key)) wake_("claim/" + waiting);
+}
+
+Outcome Cloning::Provision(WorkerApi& w, const Claim& claim, const Action& a) {
+  const auto start = std::chrono::steady_clock::now();
+  Cloner::Finished f;
+  std::string method;
+  switch (cloner_->Poll(a.volume.meta.name, &f)) {
+    case Cloner::State::kBusy:
+      return Outcome::Done();
+    case Cloner::State::kFinished:
+      if (!f.status.ok()) return Failed(claim, a, f.status);
+      method = Describe(f.result.method);
+      break;
+    case Cloner::State::kNone: {
+      if (a.source.volume.empty()) return Outcome::Retry();  // its copy, seen a moment ago, was canceled since
+      Roots::Ref root;
+      if (std::optional<Outcome> o = maker_->Prepare(w, claim, a, &root)) return *o;
+      // Renamed into place before a restart, and the PV not made yet: a whole copy.
+      if (!fsops_detail::IsDirNoFollow(root->fd(), a.dir_name)) {
+        cloner_->Start({KeyOf(claim.meta), InvolvedOf(claim), a, used_bytes_(a.source.volume)});
+        return Outcome::Done();
+      }
+      Result<QuotaId> q = QuotaLimits(*root).Of(a.dir_name);
+      if (q.ok()) f.made.quota = *q;
+      method = "copied before a restart";
+      break;
+    }
+  }
+  Result<Roots::Ref> root = roots_->Get(a.root);
+  if (!root.ok()) return maker_->Failed(w, claim, "cannot use " + a.root + ": " + root.status().message());
+  Outcome o = maker_->Create(w, claim, a, **root, f.made, start, method);
+  if (created_->Contains(a.volume.meta.name)) Cloner::Claimed(**root, a.volume.meta.name);  // its PV is made
+  return o;
+}
+
+Outcome Cloning::Failed(const Claim& claim, const Action& a, const Status& s) {
+  promises_->Release(a.volume.meta.name);
+  const int e = s.sys_errno();
+  std::string message = "cannot clone " + a.source.claim + " into " + a.root + "/" + a.dir_name + ": " + s.message();
+  if (e == EDQUOT) message += "; the copy does not fit in the clone's enforced size: create the claim again asking for more";
+  if (e == ENOSPC) message += "; the copy does not fit in the free space under " + a.root + ": free some space (retried when a volume goes)";
+  if (e == ENOSPC) space_waiters_->Insert(KeyOf(claim.meta));
+  stats_->provision_failed++;
+  LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
+  recorder_->Warning(InvolvedOf(claim), reason::kProvisioningFailed, message);
+  return e == EDQUOT ? Outcome::Done() : Outcome::Retry();
+}
+
+std::string Cloning::SourceSeen(const std::optional<Claim>& c, const std::optional<Volume>& v) {
+  return (c ? c->meta.resource_version : "-") + "/" + (v ? v->meta.resource_version : "-");
+}
+
+std::string Cloning::SourceSeen(const std::string& source_key) const {
+  std::optional<Claim> c = claims_->Get(source_key);
+  std::optional<Volume> v;
+  if (c && !c->volume_name.empty()) v = volumes_->Get(c->volume_name);
+  return SourceSeen(c, v);
+}

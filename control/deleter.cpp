@@ -1,0 +1,147 @@
+// The key of a volume: the bodies (deleter.hpp has the contracts).
+#include "control/deleter.hpp"
+
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "base/log.hpp"
+#include "base/paths.hpp"
+#include "control/volume_dir.hpp"
+#include "fs/fsops.hpp"
+
+Deleter::Deleter(const Config& cfg, const Informer<Volume>* volumes, const Informer<StorageClass>* classes, Roots* roots,
+                 EveryNodeSteps* every_node, SharedSteps* shared, EventRecorder* recorder, ControllerStats* stats,
+                 BeingCopied being_copied, const std::atomic<bool>* cancel, RootMovedCheck root_moved)
+    : cfg_(cfg), volumes_(volumes), classes_(classes), roots_(roots), every_node_(every_node), shared_(shared),
+      recorder_(recorder), stats_(stats), being_copied_(std::move(being_copied)), cancel_(cancel),
+      root_moved_(std::move(root_moved)) {}
+
+Outcome Deleter::Sync(WorkerApi& w, const std::string& name) {
+  std::optional<Volume> v = volumes_->Get(name);
+  if (!v) {
+    deleted_.Erase(name);
+    return Outcome::Done();
+  }
+  if (deleted_.Contains(name)) return Outcome::Done();  // deleted it; the watch has not caught up yet
+  std::optional<StorageClass> sc;
+  if (OnAllNodes(*v) && !v->storage_class_name.empty()) sc = classes_->Get(v->storage_class_name);
+  Action a = DecideVolume(cfg_, *v, sc ? &*sc : nullptr);
+  if (a.kind != Action::kNothing && root_moved_("volume/" + name)) return Outcome::Retry();
+  switch (a.kind) {
+    case Action::kNothing:
+      LogDebug(2, "volume " + name + ": nothing to do: " + a.why);
+      return Outcome::Done();
+    case Action::kFail:
+      stats_->delete_failed++;
+      LogWarn("volume " + name + ": " + a.message);
+      recorder_->Warning(InvolvedOf(*v), a.reason, a.message);
+      return Outcome::Retry();
+    case Action::kDropFinalizer:
+      return DropFinalizer(w, *v);
+    case Action::kDelete:
+      return Delete(w, *v, a);
+    case Action::kJoin:
+      return every_node_->Join(w.api, *v, a, InvolvedOf(*v)).ok() ? Outcome::Done() : Outcome::Retry(w.conn.last_retry_after());
+    case Action::kLeave:
+      return every_node_->Leave(w.api, *v, a, InvolvedOf(*v)).ok() ? Outcome::Done() : Outcome::Retry(w.conn.last_retry_after());
+    case Action::kDeleteObject: {
+      Status s = w.api.DeleteVolume(v->meta.name, v->meta.uid);
+      if (s.ok()) LogInfo("volume " + name + ": released; deleting it (each node then removes its directory)");
+      if (!s.ok()) LogWarn("volume " + name + ": " + s.message());
+      return s.ok() ? Outcome::Done() : Outcome::Retry(w.conn.last_retry_after());
+    }
+    case Action::kAdopt: {
+      bool taken = false;
+      Status s = shared_->Adopt(w.api, *v, a.holder, InvolvedOf(*v), &taken);
+      // Its node still exists: its instance acts; looked at again later (the node may go).
+      return s.ok() && taken ? Outcome::Done() : Outcome::Retry(w.conn.last_retry_after());
+    }
+    case Action::kPruneGone: {
+      bool others_left = false;
+      Status s = every_node_->PruneGone(w.api, *v, InvolvedOf(*v), &others_left);
+      // Nodes that still exist have yet to leave: look again later (a node may go meanwhile).
+      return s.ok() && !others_left ? Outcome::Done() : Outcome::Retry(w.conn.last_retry_after());
+    }
+    default:
+      return Outcome::Done();
+  }
+}
+
+// Removes our finalizer, so that a PV being deleted can go. A conflict means a newer version
+// is on its way through the watch (retry then); a PV already gone is done.
+Outcome Deleter::DropFinalizer(WorkerApi& w, const Volume& v) {
+  std::vector<std::string> rest;
+  for (const auto& f : v.meta.finalizers)
+    if (f != ann::kProvisionerFinalizer) rest.push_back(f);
+  Status s = w.api.SetVolumeFinalizers(v, rest);
+  if (s.ok() || s.code() == Status::kNotFound) return Outcome::Done();
+  if (s.code() != Status::kConflict) LogWarn(s.message());
+  return Outcome::Retry(w.conn.last_retry_after());
+}
+
+// Removes the directory, then drops our finalizer and deletes the PV (its uid checked).
+Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
+  if (being_copied_ && being_copied_(v.meta.name)) {  // the copy wakes it when it ends
+    LogInfo("volume " + v.meta.name + ": removed once the clone copying it ends");
+    return Outcome::Retry();
+  }
+  auto start = std::chrono::steady_clock::now();
+  std::string path = a.root + "/" + a.dir_name;
+  std::string other;
+  volumes_->ForEach([&](const Volume& o) {
+    // A path inside this directory holds its name as a component (normalising never changes
+    // one): the cheap test first, since every deletion looks at every PV.
+    if (o.meta.name != v.meta.name && o.host_path.find(a.dir_name) != std::string::npos && PathWithin(o.host_path, path))
+      other = o.meta.name;
+  });
+  if (!other.empty())
+    return DeleteFailed(v, "PersistentVolume " + other + " also uses " + path +
+                               "; refusing to delete its data (delete that volume first, or remove the data by hand)");
+  Result<Roots::Ref> root = roots_->Get(a.root);
+  if (!root.ok()) return DeleteFailed(v, "cannot use " + a.root + ": " + root.status().message() + "; will retry");
+  if (a.require_mount) {
+    if (Status s = (*root)->FilesystemMounted(); !s.ok())
+      return DeleteFailed(v, "requireMount: " + s.message() + "; nothing removed until it is (will retry)");
+  }
+  auto recorded = v.meta.annotations.find(ann::kQuota);
+  const QuotaId quota = recorded == v.meta.annotations.end() ? QuotaId{} : ParseQuotaId(recorded->second);
+  if (Status s = RemoveVolumeDir(**root, a.dir_name, quota, cancel_); !s.ok()) {
+    if (s.code() == Status::kCanceled) {
+      LogInfo("volume " + v.meta.name + ": stopping: " + s.message() + " for whoever acts next");
+      return Outcome::Retry();
+    }
+    const std::string hint = FixHint(s);
+    return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
+  }
+  if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
+    if (Outcome o = DropFinalizer(w, v); o.retry) return o;
+  }
+  if (!v.meta.deleting) {
+    if (Status s = w.api.DeleteVolume(v.meta.name, v.meta.uid); !s.ok()) {
+      stats_->delete_failed++;
+      LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
+      return Outcome::Retry(w.conn.last_retry_after());
+    }
+  }
+  return Deleted(v, path, start);
+}
+
+Outcome Deleter::DeleteFailed(const Volume& v, const std::string& message) {
+  stats_->delete_failed++;
+  LogWarn("volume " + v.meta.name + ": " + message);
+  recorder_->Warning(InvolvedOf(v), reason::kVolumeFailedDelete, message);
+  return Outcome::Retry();
+}
+
+Outcome Deleter::Deleted(const Volume& v, const std::string& path, std::chrono::steady_clock::time_point start) {
+  deleted_.Insert(v.meta.name);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stats_->deleted++;
+  stats_->delete_seconds.Observe(secs);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f ms", secs * 1000);
+  LogInfo("deleted volume " + v.meta.name + " of " + v.claim_ref.namespace_ + "/" + v.claim_ref.name + " and " + path +
+          " (" + ms + ")");
+  return Outcome::Done();
+}

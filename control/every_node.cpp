@@ -1,0 +1,114 @@
+// The steps for a volume on every node: the bodies (every_node.hpp has the contracts).
+#include "control/every_node.hpp"
+
+#include "base/log.hpp"
+#include "fs/fsops.hpp"
+
+namespace {
+
+std::vector<std::string> Without(const Volume& v, const std::vector<std::string>& nodes) {
+  std::vector<std::string> rest;
+  for (const std::string& f : v.meta.finalizers) {
+    bool drop = false;
+    for (const std::string& n : nodes) drop = drop || f == NodeFinalizer(n);
+    if (!drop) rest.push_back(f);
+  }
+  return rest;
+}
+
+// An API answer that needs no one's attention: a conflict (a newer version is on its way
+// through the watch) or the PV already gone (ok); anything else is logged.
+Status Quiet(const Volume& v, const Status& s) {
+  if (s.code() == Status::kNotFound) return Status::Ok();
+  if (s.code() != Status::kConflict) LogWarn("volume " + v.meta.name + ": " + s.message());
+  return s;
+}
+
+}  // namespace
+
+Status EveryNodeSteps::Join(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
+  const std::string path = a.root + "/" + a.dir_name;
+  Status s = Dir(a, [&](const Root& root) { return root.MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); });
+  if (!s.ok()) {
+    const std::string hint = FixHint(s);
+    return Told(pv, reason::kProvisioningFailed,
+                "cannot make directory " + path + " on node " + cfg_.node_name + ": " + s.message() +
+                    (hint.empty() ? "" : "; " + hint));
+  }
+  std::vector<std::string> finalizers = v.meta.finalizers;
+  finalizers.push_back(NodeFinalizer(cfg_.node_name));
+  if (s = api.SetVolumeFinalizers(v, finalizers); !s.ok()) return Quiet(v, s);
+  LogInfo("volume " + v.meta.name + ": made " + path + " on node " + cfg_.node_name);
+  return Status::Ok();
+}
+
+Status EveryNodeSteps::Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
+  const std::string path = a.root + "/" + a.dir_name;
+  if (a.remove_dir) {
+    Status s = Dir(a, [&](const Root& root) { return root.RemoveTree(a.dir_name); });
+    if (!s.ok()) {
+      const std::string hint = FixHint(s);
+      return Told(pv, reason::kVolumeFailedDelete,
+                  "removing " + path + " on node " + cfg_.node_name + " failed: " + s.message() +
+                      (hint.empty() ? "" : "; " + hint) + "; will retry");
+    }
+  }
+  if (Status s = api.SetVolumeFinalizers(v, Without(v, {cfg_.node_name})); !s.ok()) return Quiet(v, s);
+  LogInfo("volume " + v.meta.name + ": " + (a.remove_dir ? "removed " + path : "kept " + path + " (reclaim policy " +
+                                                                                v.reclaim_policy + ")") +
+          " on node " + cfg_.node_name);
+  return Status::Ok();
+}
+
+Status EveryNodeSteps::AnyHolderExists(KubeApi& api, const Volume& v, bool* any) {
+  *any = false;
+  for (const std::string& node : FinalizerNodes(v)) {
+    Status s = api.GetNode(node);
+    if (s.ok()) {
+      *any = true;
+      return s;
+    }
+    if (s.code() != Status::kNotFound) return s;
+  }
+  return Status::Ok();
+}
+
+Status EveryNodeSteps::PruneGone(KubeApi& api, const Volume& v, const Involved& pv, bool* others_left) {
+  std::vector<std::string> gone;
+  *others_left = false;
+  for (const std::string& node : FinalizerNodes(v)) {
+    if (node == cfg_.node_name) continue;
+    Status s = api.GetNode(node);
+    if (s.code() == Status::kNotFound) {
+      gone.push_back(node);
+    } else if (s.ok()) {
+      *others_left = true;
+    } else {
+      return Quiet(v, s);
+    }
+  }
+  if (gone.empty()) return Status::Ok();
+  if (Status s = api.SetVolumeFinalizers(v, Without(v, gone)); !s.ok()) return Quiet(v, s);
+  for (const std::string& node : gone) {
+    const std::string message = "node " + node + " no longer exists: its finalizer on this volume was removed "
+                                "(its directory there, if the node comes back, is left alone)";
+    LogWarn("volume " + v.meta.name + ": " + message);
+    recorder_->WarningOnce(pv, "NodeDeleted", message);
+  }
+  return Status::Ok();
+}
+
+// Runs `step` on the action's root, once it is usable (and mounted, if required).
+Status EveryNodeSteps::Dir(const Action& a, const std::function<Status(const Root&)>& step) {
+  Result<Roots::Ref> root = roots_->Get(a.root);
+  if (!root.ok()) return root.status().Wrap("cannot use " + a.root);
+  if (a.require_mount)
+    if (Status s = (*root)->FilesystemMounted(); !s.ok()) return s.Wrap("requireMount");
+  return step(**root);
+}
+
+Status EveryNodeSteps::Told(const Involved& pv, const char* reason, const std::string& message) {
+  LogWarn("volume " + pv.name + ": " + message);
+  recorder_->Warning(pv, reason, message);
+  return Status::Error(message);
+}

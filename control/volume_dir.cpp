@@ -1,0 +1,70 @@
+// A volume's directory with its size enforced: the bodies (volume_dir.hpp has the contracts).
+#include "control/volume_dir.hpp"
+
+#include <cstdio>
+#include <vector>
+
+#include "base/text.hpp"
+
+std::string Describe(const QuotaId& q) {
+  if (q.method == QuotaMethod::kProject) return "project " + std::to_string(q.id);
+  if (q.method == QuotaMethod::kBtrfs) return "btrfs subvolume " + std::to_string(q.id);
+  return "";
+}
+
+Result<MadeDir> MakeVolumeDir(const Root& root, const Action& a) {
+  MadeDir made;
+  if (a.quota == "false") {
+    if (Status s = root.MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
+    return made;
+  }
+  QuotaSupport support = ProbeQuota(root);
+  if (support.method == QuotaMethod::kNone) {
+    if (a.quota == "true") return Status::Invalid("the size cannot be enforced (class parameter quota: \"true\"): " + support.why_not);
+    if (Status s = root.MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
+    made.not_enforced = support.why_not;
+    return made;
+  }
+  Result<QuotaId> q = QuotaLimits(root).Make(support.method, a.dir_name, a.dir_mode, a.uid, a.gid,
+                                              static_cast<uint64_t>(a.request_bytes), a.volume.meta.name);
+  if (!q.ok()) return q.status();
+  made.quota = *q;
+  return made;
+}
+
+QuotaId ParseQuotaId(const std::string& s) {
+  QuotaId q;
+  unsigned long long id = 0;
+  char rest = 0;
+  if (std::sscanf(s.c_str(), "project %llu%c", &id, &rest) == 1) q = {QuotaMethod::kProject, id};
+  if (std::sscanf(s.c_str(), "btrfs subvolume %llu%c", &id, &rest) == 1) q = {QuotaMethod::kBtrfs, id};
+  return q;
+}
+
+Result<QuotaId> AgreedQuota(const QuotaLimits& limits, const std::string& dir_name, const QuotaId& recorded) {
+  Result<QuotaId> found = limits.Of(dir_name);
+  if (!found.ok()) return found.status();
+  if (found->method == recorded.method && found->id == recorded.id) return found;
+  return Status(Status::kConflict, "its directory is under " + Or(Describe(*found), "no limit") + ", but its PersistentVolume says " +
+                                       Or(Describe(recorded), "none") + "; changing no limit (was the directory's project ID changed?)");
+}
+
+Status GrowVolumeDir(const Root& root, const std::string& dir_name, const QuotaId& recorded, uint64_t bytes) {
+  if (recorded.method == QuotaMethod::kNone) return Status::Ok();
+  QuotaLimits limits(root);
+  Result<QuotaId> q = AgreedQuota(limits, dir_name, recorded);
+  if (!q.ok()) return q.status();
+  return limits.SetLimit(*q, dir_name, bytes);
+}
+
+Status RemoveVolumeDir(const Root& root, const std::string& dir_name, const QuotaId& recorded,
+                       const std::atomic<bool>* cancel) {
+  QuotaLimits limits(root);
+  Result<QuotaId> q = recorded.method == QuotaMethod::kNone ? Result<QuotaId>(QuotaId{}) : AgreedQuota(limits, dir_name, recorded);
+  const std::vector<uint64_t> nested = q.ok() ? limits.NestedIds(*q) : std::vector<uint64_t>{};
+  if (Status s = root.RemoveTree(dir_name, cancel); !s.ok()) return s;
+  // Gone already (an earlier attempt), or the two disagreed: no limit is touched. The ID stays
+  // limited and unused, so it is never handed out again: a leak of one ID, never a collision.
+  if (!q.ok() || q->method == QuotaMethod::kNone) return Status::Ok();
+  return limits.Release(*q, nested);
+}
