@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/objects.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
