@@ -13,8 +13,10 @@ COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CXX       ?= g++
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CPPFLAGS  := -I. -isystem $(BUILD)/httplib -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_USE_POLL \
-             -DHP_VERSION='"$(VERSION)"' -DHP_COMMIT='"$(COMMIT)"'
+CPPFLAGS  := -I. -isystem $(BUILD)/httplib -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_USE_POLL
+# Only main.cpp names the version: its objects are built again when build/version changes.
+VERSION_FLAGS := -DHP_VERSION='"$(VERSION)"' -DHP_COMMIT='"$(COMMIT)"'
+$(shell mkdir -p $(BUILD) && echo '$(VERSION) $(COMMIT)' | cmp -s - $(BUILD)/version || echo '$(VERSION) $(COMMIT)' > $(BUILD)/version)
 CXXFLAGS  := -std=c++17 $(WARN)
 # The shipped binary: small (link-time optimisation, unused sections dropped), static, hardened.
 REL_FLAGS := -Os -flto -ffunction-sections -fdata-sections -fstack-protector-strong -D_FORTIFY_SOURCE=2
@@ -47,7 +49,8 @@ FAKE      := $(BUILD)/fake-apiserver
 define BUILD_KIND
 $(1)/obj/%.o: %.cpp $$(HTTPLIB) $(1)/obj/%.o.d | $(4)
 	@mkdir -p $$(@D)
-	$(2) $$(CPPFLAGS) $(3) $$(CXXFLAGS) $$(DEPFLAGS) -c $$< -o $$@
+	$(2) $$(CPPFLAGS) $$(if $$(filter main.cpp,$$<),$$(VERSION_FLAGS)) $(3) $$(CXXFLAGS) $$(DEPFLAGS) -c $$< -o $$@
+$(1)/obj/main.o: $$(BUILD)/version
 $(1)/libhp.a: $$(PROD_SRCS:%.cpp=$(1)/obj/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
