@@ -20,8 +20,8 @@ namespace fsops_detail {
 namespace {
 
 // strerror_r comes in a GNU (char*) and an XSI (int) flavour; accept both.
-inline const char* StrerrorResult(int rc, const char* buf) { return rc == 0 ? buf : "unknown error"; }
-inline const char* StrerrorResult(const char* text, const char*) { return text; }
+[[maybe_unused]] inline const char* StrerrorResult(int rc, const char* buf) { return rc == 0 ? buf : "unknown error"; }
+[[maybe_unused]] inline const char* StrerrorResult(const char* text, const char*) { return text; }
 
 }  // namespace
 
