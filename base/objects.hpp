@@ -136,6 +136,15 @@ inline constexpr const char* kQuota = "hostpath-provisioner.io/quota";
 // On a clone's PV: the claim it was copied from ("namespace/name"), and how.
 inline constexpr const char* kClonedFrom = "hostpath-provisioner.io/cloned-from";
 inline constexpr const char* kCloneMethod = "hostpath-provisioner.io/clone-method";
+// On a PV, copied from its class (which may be gone when the volume is released): what
+// becomes of the directory of a released Delete volume: "archive" (moved into the root's
+// archive folder), "retain" (kept); absent: "delete" (removed).
+inline constexpr const char* kOnDelete = "hostpath-provisioner.io/on-delete";
+// On a PV with kOnDelete "archive": how long its archive is kept ("168h"; "0": for ever).
+inline constexpr const char* kArchiveFor = "hostpath-provisioner.io/archive-for";
+// On a PV of a class with pathPattern: its directory's path inside its root ("ns/name"), as
+// the pattern made it from the claim (the claim's labels are not there to make it again).
+inline constexpr const char* kDirName = "hostpath-provisioner.io/dir";
 // The name part of the finalizer each node's instance holds on such a PV while its directory
 // there exists: "<node name>/hostpath-provisioner.io". A node name is a DNS subdomain of at
 // most 253 characters, which is what a finalizer's prefix may be, so every node name maps to

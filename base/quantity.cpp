@@ -75,3 +75,31 @@ Result<int64_t> QuantityToBytes(const std::string& text) {
   if (whole > kMax) return too_large;
   return static_cast<int64_t>(whole);
 }
+
+Result<int64_t> DurationSeconds(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return Status::Invalid("\"" + text + "\" is not a duration like 168h, 1h30m or 90s (" + why + ")");
+  };
+  if (text == "0") return int64_t{0};
+  if (text.empty()) return bad("empty");
+  constexpr int64_t kMax = 100LL * 366 * 24 * 3600;
+  int64_t total = 0;
+  size_t i = 0;
+  while (i < text.size()) {
+    int64_t n = 0;
+    const size_t start = i;
+    for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+      n = n * 10 + (text[i] - '0');
+      if (n > kMax) return bad("more than 100 years");
+    }
+    if (i == start) return bad("a number must come before each unit");
+    if (i == text.size()) return bad("a unit (h, m or s) must follow " + text.substr(start));
+    const char unit = text[i++];
+    const int64_t scale = unit == 'h' ? 3600 : unit == 'm' ? 60 : unit == 's' ? 1 : 0;
+    if (scale == 0) return bad(std::string("unit \"") + unit + "\" is not h, m or s");
+    if (i < text.size() && text[i] == 's') return bad("units smaller than a second are not taken");
+    total += n * scale;
+    if (total > kMax) return bad("more than 100 years");
+  }
+  return total;
+}

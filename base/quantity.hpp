@@ -15,3 +15,9 @@
 // precision than the API server keeps: it rounds to nano units). A fraction of a byte rounds
 // up ("1.5" is 2, "1m" is 1); "0" and "0Gi" are 0. Pure; thread-safe.
 Result<int64_t> QuantityToBytes(const std::string& text);
+
+// The seconds of a duration as Go's time.ParseDuration writes them, in whole seconds: one or
+// more <integer><unit> with units h, m, s ("168h", "1h30m", "90s"); "0" alone is 0. Errors
+// (kInvalid, naming the text): anything else (signs, fractions, ms/us/ns, no unit), or more than
+// 100 years. Pure; thread-safe. Hand-written: nothing in Debian parses Go durations for C++.
+Result<int64_t> DurationSeconds(const std::string& text);

@@ -222,8 +222,14 @@ Cloner::Finished Cloner::Copy(const Job& job) {
   if (!dst_root.ok()) return Failed(f, dst_root.status().Wrap("cannot use " + a.root));
   for (const auto& [root, must] : {std::pair{&**src_root, a.source.require_mount}, std::pair{&**dst_root, a.require_mount}})
     if (Status s = must ? root->FilesystemMounted() : Status::Ok(); !s.ok()) return Failed(f, s.Wrap("requireMount"));
+  // A pathPattern's directories ("ns/name") are opened in their parents.
+  std::string src_leaf, dst_leaf;
+  src_root = roots_->Place(a.source.root, a.source.dir_name, false, &src_leaf);
+  dst_root = roots_->Place(a.root, a.dir_name, true, &dst_leaf);
+  if (!src_root.ok()) return Failed(f, src_root.status().Wrap("cannot open the source's directory"));
+  if (!dst_root.ok()) return Failed(f, dst_root.status().Wrap("cannot make the directories above " + a.dir_name));
   fsops_detail::Fd src;
-  if (Status s = OpenSource(**src_root, a.source.dir_name, &src); !s.ok()) return Failed(f, s);
+  if (Status s = OpenSource(**src_root, src_leaf, &src); !s.ok()) return Failed(f, s);
   const Root& dst = **dst_root;
   if (Status s = RemoveTemp(dst, temp); !s.ok()) return Failed(f, s.Wrap("a copy cut short before is in the way"));
   Status s = Snapshot(src.get(), dst, temp, a, &f);
@@ -240,7 +246,7 @@ Cloner::Finished Cloner::Copy(const Job& job) {
     fsops_detail::Fd made(openat(dst.fd(), temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     s = made.get() < 0 ? PosixError("open " + dst.path() + "/" + temp, errno) : Fits(made.get(), dst, f.made.quota, a.request_bytes);
   }
-  if (s.ok()) s = Publish(dst, temp, a.dir_name, a.volume.meta.name);
+  if (s.ok()) s = Publish(dst, temp, dst_leaf, a.volume.meta.name);
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!s.ok()) {
     LogDebug(1, "clone " + a.volume.meta.name + ": " + s.message());

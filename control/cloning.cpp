@@ -4,6 +4,7 @@
 #include <cerrno>
 
 #include "base/log.hpp"
+#include "decide/path_pattern.hpp"
 #include "fs/fsops.hpp"
 #include "fs/quota.hpp"
 
@@ -57,17 +58,18 @@ Outcome Cloning::Provision(WorkerApi& w, const Claim& claim, const Action& a) {
       Roots::Ref root;
       if (std::optional<Outcome> o = maker_->Prepare(w, claim, a, &root)) return *o;
       // Renamed into place before a restart, and the PV not made yet: a whole copy.
-      if (!fsops_detail::IsDirNoFollow(root->fd(), a.dir_name)) {
+      if (!fsops_detail::IsDirNoFollow(root->fd(), LeafName(a.dir_name))) {
         cloner_->Start({KeyOf(claim.meta), InvolvedOf(claim), a, used_bytes_(a.source.volume)});
         return Outcome::Done();
       }
-      Result<QuotaId> q = QuotaLimits(*root).Of(a.dir_name);
+      Result<QuotaId> q = QuotaLimits(*root).Of(LeafName(a.dir_name));
       if (q.ok()) f.made.quota = *q;
       method = "copied before a restart";
       break;
     }
   }
-  Result<Roots::Ref> root = roots_->Get(a.root);
+  std::string leaf;
+  Result<Roots::Ref> root = roots_->Place(a.root, a.dir_name, false, &leaf);
   if (!root.ok()) return maker_->Failed(w, claim, "cannot use " + a.root + ": " + root.status().message());
   Outcome o = maker_->Create(w, claim, a, **root, f.made, start, method);
   if (created_->Contains(a.volume.meta.name)) Cloner::Claimed(**root, a.volume.meta.name);  // its PV is made

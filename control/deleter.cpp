@@ -8,6 +8,7 @@
 #include "base/log.hpp"
 #include "base/paths.hpp"
 #include "control/volume_dir.hpp"
+#include "decide/path_pattern.hpp"
 #include "fs/fsops.hpp"
 
 Deleter::Deleter(const Config& cfg, const Informer<Volume>* volumes, const Informer<StorageClass>* classes, Roots* roots,
@@ -106,7 +107,13 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
   }
   auto recorded = v.meta.annotations.find(ann::kQuota);
   const QuotaId quota = recorded == v.meta.annotations.end() ? QuotaId{} : ParseQuotaId(recorded->second);
-  if (Status s = RemoveVolumeDir(**root, a.dir_name, quota, cancel_); !s.ok()) {
+  std::string leaf;
+  Result<Roots::Ref> parent = roots_->Place(a.root, a.dir_name, false, &leaf);
+  // A pathPattern's parent gone: so is the directory (removed by an earlier attempt, or by hand).
+  const bool parent_gone = !parent.ok() && parent.status().code() == Status::kNotFound;
+  if (!parent.ok() && !parent_gone)
+    return DeleteFailed(v, "cannot open the directory above " + path + ": " + parent.status().message() + "; will retry");
+  if (Status s = parent_gone ? Status::Ok() : RemoveVolumeDir(**parent, leaf, quota, cancel_); !s.ok()) {
     if (s.code() == Status::kCanceled) {
       LogInfo("volume " + v.meta.name + ": stopping: " + s.message() + " for whoever acts next");
       return Outcome::Retry();
@@ -114,6 +121,7 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
     const std::string hint = FixHint(s);
     return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
   }
+  if (a.path_pattern) RemoveEmptyParents(**root, a.dir_name);
   if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
     if (Outcome o = DropFinalizer(w, v); o.retry) return o;
   }
@@ -125,6 +133,17 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
     }
   }
   return Deleted(v, path, start);
+}
+
+// The directories a pathPattern made above a removed volume's ("ns" of "ns/name"), each removed
+// if empty, deepest first: one holding another volume's (or anything) stays. A volume made in
+// one at this moment fails its mkdir and is made again on its retry.
+void Deleter::RemoveEmptyParents(const Root& root, const std::string& dir) {
+  for (std::string up = ParentDir(dir); !up.empty(); up = ParentDir(up)) {
+    std::string leaf;
+    Result<Roots::Ref> parent = roots_->Place(root.path(), up, false, &leaf);
+    if (!parent.ok() || !(*parent)->RemoveIfEmpty(leaf).ok()) return;
+  }
 }
 
 Outcome Deleter::DeleteFailed(const Volume& v, const std::string& message) {

@@ -28,7 +28,7 @@ Status Quiet(const Volume& v, const Status& s) {
 
 Status EveryNodeSteps::Join(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
   const std::string path = a.root + "/" + a.dir_name;
-  Status s = Dir(a, [&](const Root& root) { return root.MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); });
+  Status s = Dir(a, true, [&](const Root& root, const std::string& leaf) { return root.MakeDir(leaf, a.dir_mode, a.uid, a.gid); });
   if (!s.ok()) {
     const std::string hint = FixHint(s);
     return Told(pv, reason::kProvisioningFailed,
@@ -45,7 +45,7 @@ Status EveryNodeSteps::Join(KubeApi& api, const Volume& v, const Action& a, cons
 Status EveryNodeSteps::Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
   const std::string path = a.root + "/" + a.dir_name;
   if (a.remove_dir) {
-    Status s = Dir(a, [&](const Root& root) { return root.RemoveTree(a.dir_name); });
+    Status s = Dir(a, false, [&](const Root& root, const std::string& leaf) { return root.RemoveTree(leaf); });
     if (!s.ok()) {
       const std::string hint = FixHint(s);
       return Told(pv, reason::kVolumeFailedDelete,
@@ -98,13 +98,19 @@ Status EveryNodeSteps::PruneGone(KubeApi& api, const Volume& v, const Involved& 
   return Status::Ok();
 }
 
-// Runs `step` on the action's root, once it is usable (and mounted, if required).
-Status EveryNodeSteps::Dir(const Action& a, const std::function<Status(const Root&)>& step) {
+// Runs `step` on the directory a.dir_name is in (the root, or a pathPattern's parent, made if
+// `create`) and its last name, once the root is usable (and mounted, if required). A parent
+// missing when not made: nothing to do (ok).
+Status EveryNodeSteps::Dir(const Action& a, bool create, const std::function<Status(const Root&, const std::string&)>& step) {
   Result<Roots::Ref> root = roots_->Get(a.root);
   if (!root.ok()) return root.status().Wrap("cannot use " + a.root);
   if (a.require_mount)
     if (Status s = (*root)->FilesystemMounted(); !s.ok()) return s.Wrap("requireMount");
-  return step(**root);
+  std::string leaf;
+  Result<Roots::Ref> parent = roots_->Place(a.root, a.dir_name, create, &leaf);
+  if (!create && !parent.ok() && parent.status().code() == Status::kNotFound) return Status::Ok();
+  if (!parent.ok()) return parent.status().Wrap("cannot open the directories above " + a.dir_name);
+  return step(**parent, leaf);
 }
 
 Status EveryNodeSteps::Told(const Involved& pv, const char* reason, const std::string& message) {

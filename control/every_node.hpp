@@ -41,7 +41,7 @@ class EveryNodeSteps {
   Status PruneGone(KubeApi& api, const Volume& v, const Involved& pv, bool* others_left);
 
  private:
-  Status Dir(const Action& a, const std::function<Status(const Root&)>& step);
+  Status Dir(const Action& a, bool create, const std::function<Status(const Root&, const std::string&)>& step);
   Status Told(const Involved& pv, const char* reason, const std::string& message);
 
   const Config& cfg_;

@@ -5,6 +5,7 @@
 
 #include "base/log.hpp"
 #include "control/volume_dir.hpp"
+#include "decide/path_pattern.hpp"
 
 namespace {
 
@@ -137,8 +138,8 @@ std::string Expander::Fits(const Claim& claim, const Volume& v, const Expansion&
 Status Expander::RaiseLimit(const Volume& v, const Expansion& e) const {
   auto recorded = v.meta.annotations.find(ann::kQuota);
   if (recorded == v.meta.annotations.end()) return Status::Ok();
-  Result<Roots::Ref> root = roots_->Get(e.root);
+  std::string leaf;
+  Result<Roots::Ref> root = roots_->Place(e.root, VolumeDirOf(v), false, &leaf);
   if (!root.ok()) return root.status();
-  const std::string dir = VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name);
-  return GrowVolumeDir(**root, dir, ParseQuotaId(recorded->second), static_cast<uint64_t>(e.bytes));
+  return GrowVolumeDir(**root, leaf, ParseQuotaId(recorded->second), static_cast<uint64_t>(e.bytes));
 }

@@ -229,15 +229,19 @@ void UsageScanner::ScanOne(const std::string& name, std::map<std::string, Status
     if (added) it->second = (*root)->FilesystemMounted();
     if (!it->second.ok()) return Unmeasured(name, "requireMount: " + it->second.message());
   }
-  if (t->quota.method == QuotaMethod::kBtrfs) HoldNested(**root, *t);
-  if (auto counted = UsageFromQuota(**root, *t)) {
+  // A pathPattern's directory ("ns/name") is looked at in its parent, by its last name.
+  UsageTarget at = *t;
+  root = roots_->Place(t->root, t->dir_name, false, &at.dir_name);
+  if (!root.ok()) return Unmeasured(name, root.status().message());
+  if (at.quota.method == QuotaMethod::kBtrfs) HoldNested(**root, at);
+  if (auto counted = UsageFromQuota(**root, at)) {
     IdleWalker::Outcome o;
     o.count = counted->first;
     o.fs = counted->second;
     o.finished = true;
     return Publish(name, *t, o);
   }
-  IdleWalker::Outcome o = walker_.Walk(*root, t->dir_name, &cancel_);
+  IdleWalker::Outcome o = walker_.Walk(*root, at.dir_name, &cancel_);
   if (!o.status.ok()) return Unmeasured(name, o.status.message());
   if (!o.finished) return;  // no longer scanned, or stopping
   if (o.count.skipped > 0 && LogEnabled(1))

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "base/text.hpp"
+#include "decide/path_pattern.hpp"
 
 std::string Describe(const QuotaId& q) {
   if (q.method == QuotaMethod::kProject) return "project " + std::to_string(q.id);
@@ -14,18 +15,19 @@ std::string Describe(const QuotaId& q) {
 
 Result<MadeDir> MakeVolumeDir(const Root& root, const Action& a) {
   MadeDir made;
+  const std::string name = LeafName(a.dir_name);
   if (a.quota == "false") {
-    if (Status s = root.MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
+    if (Status s = root.MakeDir(name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
     return made;
   }
   QuotaSupport support = ProbeQuota(root);
   if (support.method == QuotaMethod::kNone) {
     if (a.quota == "true") return Status::Invalid("the size cannot be enforced (class parameter quota: \"true\"): " + support.why_not);
-    if (Status s = root.MakeDir(a.dir_name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
+    if (Status s = root.MakeDir(name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
     made.not_enforced = support.why_not;
     return made;
   }
-  Result<QuotaId> q = QuotaLimits(root).Make(support.method, a.dir_name, a.dir_mode, a.uid, a.gid,
+  Result<QuotaId> q = QuotaLimits(root).Make(support.method, name, a.dir_mode, a.uid, a.gid,
                                               static_cast<uint64_t>(a.request_bytes), a.volume.meta.name);
   if (!q.ok()) return q.status();
   made.quota = *q;

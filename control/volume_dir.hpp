@@ -21,7 +21,7 @@ struct MadeDir {
 // "project 1234567", "btrfs subvolume 257", or "" (the PV's kQuota annotation).
 std::string Describe(const QuotaId& q);
 
-// Makes a.dir_name under `root` (mode, owner), limited to a.request_bytes if a.quota asks
+// Makes a.dir_name's last name (LeafName) under `root`, its parent (Roots::Place) (mode, owner), limited to a.request_bytes if a.quota asks
 // ("auto": where the root can enforce it, else not enforced, and made.not_enforced says why).
 // quota "true" on a root that cannot enforce it: kInvalid with what is missing and how to fix
 // it, and nothing made. Other errors: fsops' and quota's.

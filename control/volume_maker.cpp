@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/log.hpp"
+#include "decide/path_pattern.hpp"
 #include "kube/informer.hpp"
 
 VolumeMaker::VolumeMaker(const Config& cfg, Roots* roots, const SpaceBackend* space, Promises* promises, NameSet* created,
@@ -32,7 +33,13 @@ std::optional<Outcome> VolumeMaker::Prepare(WorkerApi& w, const Claim& claim, co
                     a.source.claim.empty());
     }
   }
-  *out = *root;
+  std::string leaf;
+  Result<Roots::Ref> parent = roots_->Place(a.root, a.dir_name, true, &leaf);
+  if (!parent.ok()) {
+    promises_->Release(a.volume.meta.name);
+    return Failed(w, claim, "cannot make the directories above " + a.root + "/" + a.dir_name + ": " + parent.status().message());
+  }
+  *out = *parent;
   return std::nullopt;
 }
 
@@ -58,7 +65,7 @@ Outcome VolumeMaker::Create(WorkerApi& w, const Claim& claim, const Action& a, c
     } else if (got.ok()) {
       created_->Erase(a.volume.meta.name);
       promises_->Release(a.volume.meta.name);
-      if (Status r = root.RemoveIfEmpty(a.dir_name); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
+      if (Status r = root.RemoveIfEmpty(LeafName(a.dir_name)); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
       return Failed(w, claim, "a PersistentVolume named " + a.volume.meta.name +
                                   " already exists and is not the one this provisioner made for this claim "
                                   "(claim uid \"" + got->claim_ref.uid + "\", path \"" + got->host_path +

@@ -26,12 +26,14 @@ class VolumeMaker {
   // Before making a volume's directory: its root, mounted if it must be (a.require_mount), and
   // room for it (a.check_space: checked and reserved in one step, Promises::Reserve, so that
   // workers deciding at the same time do not all see the same room; the PV's watch event takes
-  // the reservation over). Nothing, with *out set, when the volume can be made; else the outcome,
+  // the reservation over). Nothing, with *out set to the directory the volume's is made in (the
+  // root, or for a pathPattern's "ns/name" its parent, made if missing: Roots::Place), when the
+  // volume can be made; else the outcome,
   // the failure told (Failed): a claim that does not fit is added to the space waiters.
   std::optional<Outcome> Prepare(WorkerApi& w, const Claim& claim, const Action& a, Roots::Ref* out);
 
   // Creates the PV of a directory made (or copied: `clone_method` says how; "" for a new one)
-  // under `root`, and says so (a ProvisioningSucceeded event; counted with the time since
+  // in `root` (where Prepare put it), and says so (a ProvisioningSucceeded event; counted with the time since
   // `start`). A PV of that name made by an earlier attempt for this claim is done; one that is
   // another's is a failure, and the directory, just made and empty, is removed. On a failure
   // the space reserved goes and the claim is told. Thread-safe.

@@ -21,7 +21,8 @@ void KeepOnly(std::map<std::string, std::string>* m, const std::vector<std::stri
 void SlimForCache(Claim* c) {
   KeepOnly(&c->meta.annotations, {ann::kStorageProvisioner, ann::kBetaStorageProvisioner,
                                   ann::kSelectedNode, ann::kNode, ann::kKubevirtNode});
-  c->meta.labels.clear();
+  // A class's pathPattern may name a waiting claim's directory from its labels.
+  if (!c->volume_name.empty()) c->meta.labels.clear();
   c->meta.finalizers.clear();
   Result<int64_t> request = QuantityToBytes(c->storage_request), capacity = QuantityToBytes(c->capacity);
   c->request_bytes = request.ok() ? *request : -1;
@@ -42,7 +43,8 @@ void SlimForCache(Node* n) { n->meta = ObjectMeta{n->meta.name, "", n->meta.uid,
 
 void SlimForCache(Volume* v) {
   KeepOnly(&v->meta.annotations,
-           {ann::kProvisionedBy, ann::kNode, ann::kPvDir, ann::kRequireMount, ann::kAllNodes, ann::kQuota});
+           {ann::kProvisionedBy, ann::kNode, ann::kPvDir, ann::kRequireMount, ann::kAllNodes, ann::kQuota, ann::kOnDelete,
+            ann::kArchiveFor, ann::kDirName});
   v->meta.labels.clear();
   v->access_modes.clear();
   v->mount_options.clear();

@@ -7,7 +7,8 @@
 
 // Keeps a claim's fields the decisions read, and its request and capacity in bytes
 // (request_bytes, capacity_bytes; -1 when not a quantity). A bound claim keeps its request,
-// capacity, class and annotations only while it asks for more than it has (an expansion).
+// capacity, class and annotations only while it asks for more than it has (an expansion); a
+// claim that waits for a volume keeps its labels (a class's pathPattern may read them).
 void SlimForCache(Claim* c);
 
 // Keeps a node's name, uid and resourceVersion: only whether it exists matters.

@@ -2,6 +2,8 @@
 #include "decide/class_params.hpp"
 
 #include "base/paths.hpp"
+#include "base/quantity.hpp"
+#include "decide/path_pattern.hpp"
 #include "decide/names.hpp"
 
 namespace {
@@ -73,10 +75,25 @@ std::string ParseClassParameters(const Config& cfg, const StorageClass& sc, Clas
       if (!IsConfiguredRoot(cfg, out->root))
         return "parameter pvDir=\"" + value + "\" is not a directory this provisioner may use (" + dirs +
                "): add it to ALLOWED_PV_DIRS and mount it into the provisioner's pod at the same path";
+    } else if (key == "onDelete") {
+      if (value != "delete" && value != "archive" && value != "retain")
+        return "parameter onDelete=\"" + value + "\" must be \"delete\", \"archive\" or \"retain\"";
+      out->on_delete = value;
+    } else if (key == "archiveFor") {
+      Result<int64_t> secs = DurationSeconds(value);
+      if (!secs.ok()) return "parameter archiveFor: " + secs.status().message() + "; \"0\" keeps archives for ever";
+      out->archive_for = value;
+      out->archive_seconds = *secs;
+    } else if (key == "pathPattern") {
+      if (std::string e = CheckPathPattern(value); !e.empty()) return "parameter pathPattern=\"" + value + "\" " + e;
+      out->path_pattern = value;
     } else {
-      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount, nodes, checkFreeSpace, overcommit and quota)";
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount, nodes, checkFreeSpace, overcommit, quota, onDelete, archiveFor and pathPattern)";
     }
   }
+  if (!out->archive_for.empty() && out->on_delete != "archive")
+    return "parameter archiveFor=\"" + out->archive_for + "\" only goes with onDelete: \"archive\"";
+  if (out->on_delete == "archive" && out->archive_for.empty()) out->archive_for = "0";
   if (out->all_nodes && out->local) return "parameters nodes=all and volumeType=local do not go together (a local volume has one node)";
   if (out->all_nodes && out->quota != "false")
     return "parameter quota=\"" + out->quota + "\" is not available with nodes=all yet: use quota: \"false\"";

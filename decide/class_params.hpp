@@ -1,6 +1,7 @@
 // A StorageClass's parameters as this provisioner reads them, validated, and the class-level
 // choices that follow (shared volumes, the reclaim policy). Pure: no I/O; safe from any thread.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "base/config.hpp"
@@ -19,6 +20,10 @@ struct ClassParameters {
   bool check_space = true;  // checkFreeSpace
   bool overcommit = false;  // overcommit
   std::string quota = "false";  // quota: "true" (enforce the size, or fail), "auto" (where the root can), "false"
+  std::string on_delete = "delete";  // onDelete: a released Delete volume's directory is "delete"d, "archive"d or "retain"ed
+  std::string archive_for;     // archiveFor (onDelete archive): how long an archive is kept, as written; "0": for ever
+  int64_t archive_seconds = 0;  // ... in seconds (0: for ever)
+  std::string path_pattern;    // pathPattern: the directory named from the claim (path_pattern.hpp); "": the default name
 };
 
 // Does this class make shared volumes? In node-aware mode, a class of ours that requires a

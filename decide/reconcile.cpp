@@ -6,6 +6,7 @@
 #include "base/paths.hpp"
 #include "base/quantity.hpp"
 #include "base/status.hpp"
+#include "decide/path_pattern.hpp"
 
 namespace reconcile_detail {
 
@@ -63,7 +64,15 @@ Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc
   v.mount_options = sc.mount_options;
   v.has_claim_ref = true;
   v.claim_ref = {claim.meta.namespace_, claim.meta.name, claim.meta.uid};
-  v.host_path = params.root + "/" + VolumeDirName(claim.meta.namespace_, claim.meta.name, v.meta.name);
+  std::string dir = VolumeDirName(claim.meta.namespace_, claim.meta.name, v.meta.name);
+  if (!params.path_pattern.empty()) {
+    Result<std::string> named = ExpandPathPattern(params.path_pattern, claim);
+    dir = named.ok() ? *named : "";
+    v.meta.annotations[ann::kDirName] = dir;
+  }
+  if (params.on_delete != "delete") v.meta.annotations[ann::kOnDelete] = params.on_delete;
+  if (params.on_delete == "archive") v.meta.annotations[ann::kArchiveFor] = params.archive_for;
+  v.host_path = params.root + "/" + dir;
   v.host_path_type = params.local ? "" : "Directory";
   return v;
 }
@@ -165,6 +174,11 @@ Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc
   if (VolumeDirName(claim.meta.namespace_, claim.meta.name, VolumeNameFor(claim)).empty() ||
       !IsDnsName(claim.meta.uid, 128))
     return Fail(failed, "namespace, name or uid is not a valid Kubernetes name; refusing to make a path of it");
+  if (!params.path_pattern.empty()) {
+    if (Result<std::string> dir = ExpandPathPattern(params.path_pattern, claim); !dir.ok())
+      return Fail(failed, "StorageClass " + sc->meta.name + ": " + dir.status().message() +
+                              "; nothing made (create the claim again once it is fixed)", false);
+  }
   Action a;
   a.kind = Action::kProvision;
   a.volume = BuildVolume(cfg, claim, *sc, params);
@@ -174,7 +188,8 @@ Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc
   a.check_space = params.check_space;
   a.overcommit = params.overcommit;
   a.quota = params.quota;
-  a.dir_name = VolumeDirName(claim.meta.namespace_, claim.meta.name, a.volume.meta.name);
+  a.dir_name = a.volume.host_path.substr(params.root.size() + 1);
+  a.path_pattern = !params.path_pattern.empty();
   a.dir_mode = params.has_mode ? params.mode : cfg.dir_mode;
   a.uid = params.uid;
   a.gid = params.gid;
@@ -184,8 +199,17 @@ Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc
 namespace reconcile_detail {
 
 Action AtRecomputedPath(const Config& cfg, const Volume& v, Action::Kind verb) {
-  std::string dir = v.has_claim_ref ? VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name) : "";
   const char* failed = reason::kVolumeFailedDelete;
+  auto named = v.meta.annotations.find(ann::kDirName);
+  std::string dir = v.has_claim_ref ? VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name) : "";
+  if (named != v.meta.annotations.end()) {
+    // Made by a pathPattern: the path the PV records, if it is one a pattern could make.
+    if (!IsPatternDir(named->second))
+      return Fail(failed, "annotation " + std::string(ann::kDirName) + "=\"" + named->second + "\" is not a path a pathPattern "
+                          "makes (names joined by \"/\"); refusing to delete anything");
+    if (!v.has_claim_ref) dir = "";
+    else dir = named->second;
+  }
   if (dir.empty())
     return Fail(failed, "cannot work out this volume's directory (claimRef missing or invalid); refusing to delete anything");
   // Only "pvc-<claim uid>" with a UUID makes "<namespace>-<claim>-<name>" name one volume: a PV
@@ -208,6 +232,11 @@ Action AtRecomputedPath(const Config& cfg, const Volume& v, Action::Kind verb) {
   a.kind = verb;
   a.dir_name = dir;
   a.root = root;
+  a.path_pattern = named != v.meta.annotations.end();
+  auto on_delete = v.meta.annotations.find(ann::kOnDelete);
+  if (on_delete != v.meta.annotations.end()) a.on_delete = on_delete->second;
+  auto archive_for = v.meta.annotations.find(ann::kArchiveFor);
+  if (archive_for != v.meta.annotations.end()) a.archive_for = archive_for->second;
   auto must_mount = v.meta.annotations.find(ann::kRequireMount);
   a.require_mount = cfg.require_mount || (must_mount != v.meta.annotations.end() && must_mount->second == "true");
   return a;

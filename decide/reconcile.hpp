@@ -56,6 +56,9 @@ struct Action {
   bool normal = false;      // kFail: nothing is wrong, the claim waits for what is on its way (a Normal event)
   bool reschedule = false;  // kFail: for good on this node: drop the claim's selected-node
   std::string holder;       // kAdopt: the node named on the volume as the one that acts on it
+  bool path_pattern = false;  // kProvision/kDelete/...: dir_name was made by the class's pathPattern ("ns/name")
+  std::string on_delete = "delete";  // kDelete/kLeave: "delete" the directory, "archive" it, or "retain" it (the PV's kOnDelete)
+  std::string archive_for;  // kDelete/kLeave with on_delete "archive": the PV's kArchiveFor ("168h"; "0" or "": for ever)
   // kProvision of a clone (the claim's dataSource names a claim, clone.hpp): what to copy.
   struct Source {
     std::string claim;            // "namespace/name"; "" when not a clone

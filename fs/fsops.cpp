@@ -174,6 +174,38 @@ Result<Root> Root::Open(const std::string& path) {
   return Result<Root>(std::move(root));
 }
 
+Result<Root> Root::OpenBelow(const std::string& rel, bool create) const {
+  fsops_detail::DirId top;
+  if (int e = fsops_detail::GetDirId(fd_, &top); e != 0) return PosixError("stat " + fsops_detail::Printable(path_), e);
+  fsops_detail::Fd dir(dup(fd_));
+  if (dir.get() < 0) return PosixError("dup the root's descriptor", errno);
+  std::string path = path_;
+  size_t start = 0;
+  do {
+    const size_t slash = rel.find('/', start);
+    const std::string name = rel.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    start = slash == std::string::npos ? rel.size() : slash + 1;
+    if (!ValidName(name)) return Status::Invalid("invalid directory name \"" + fsops_detail::Printable(rel) + "\"");
+    path = fsops_detail::Join(path, name);
+    const std::string shown = fsops_detail::Printable(path);
+    if (create && mkdirat(dir.get(), name.c_str(), 0755) != 0 && errno != EEXIST) return PosixError("mkdir " + shown, errno);
+    fsops_detail::Fd next(openat(dir.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (next.get() < 0 && (errno == ELOOP || errno == ENOTDIR))
+      return Status(Status::kConflict, shown + " is not a directory (a file or symlink); left as it is");
+    if (next.get() < 0) return PosixError("open " + shown, errno);
+    fsops_detail::DirId id;
+    if (int e = fsops_detail::GetDirId(next.get(), &id); e != 0) return PosixError("stat " + shown, e);
+    if (!fsops_detail::SameMount(id, top) || (id.has_mount_root && id.mount_root))
+      return Status(Status::kConflict, shown + " is a mount point or a btrfs subvolume (a volume?), which holds no "
+                                       "other volume; left as it is");
+    dir = std::move(next);
+  } while (start < rel.size());
+  Root below;
+  below.path_ = path;
+  below.fd_ = dir.Release();
+  return Result<Root>(std::move(below));
+}
+
 bool Root::ValidName(const std::string& name) {
   if (name.empty() || name.size() > 255 || name == "." || name == "..") return false;
   for (char c : name) {

@@ -209,6 +209,14 @@ class Root {
   // is. kInvalid for a name failing ValidName or a bad mode.
   Status MakeDir(const std::string& name, unsigned mode, int uid = -1, int gid = -1) const;
 
+  // The directory root/rel ("ns", or "a/b/c": each name passing ValidName) as a Root of its own,
+  // for a volume whose directory is deeper than one level (a class's pathPattern). Walked one
+  // name at a time from fd(), each opened with O_NOFOLLOW: never through a symlink, nor onto
+  // another mount or a btrfs subvolume (a mount point, or a volume, is no volume's parent): both
+  // kConflict, naming the path. `create`: the missing ones are made (mode 0755, owned by the
+  // caller); else kNotFound naming the first missing one. kInvalid for a bad name.
+  Result<Root> OpenBelow(const std::string& rel, bool create) const;
+
   // Removes root/name and everything below it, safely against a hostile tree (see
   // fsops_detail::TreeRemover, tree_remover.hpp, for the walk):
   //  - never follows a symlink: a symlink (also one at `name` itself) is removed as a link,

@@ -27,6 +27,16 @@ Result<Roots::Ref> Roots::Get(const std::string& path) {
   return root;
 }
 
+Result<Roots::Ref> Roots::Place(const std::string& path, const std::string& dir, bool create, std::string* leaf) {
+  Result<Ref> root = Get(path);
+  const size_t slash = dir.rfind('/');
+  *leaf = slash == std::string::npos ? dir : dir.substr(slash + 1);
+  if (!root.ok() || slash == std::string::npos) return root;
+  Result<Root> parent = (*root)->OpenBelow(dir.substr(0, slash), create);
+  if (!parent.ok()) return parent.status();
+  return Ref(std::make_shared<const Root>(std::move(*parent)));
+}
+
 std::vector<Roots::Ref> Roots::Opened() const {
   std::vector<Ref> out{primary_};
   std::lock_guard<std::mutex> lock(mu_);

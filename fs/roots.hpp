@@ -29,6 +29,12 @@ class Roots {
   // a configured root, cannot be opened (naming why), or PV_DIR moved since it was opened.
   Result<Ref> Get(const std::string& path);
 
+  // Where the directory `dir` of a volume lies under the root at `path`: the root (Get) and
+  // *leaf = dir for a directory directly inside it; for a deeper one ("ns/name", a class's
+  // pathPattern) its parent opened below the root (Root::OpenBelow, made first if `create`)
+  // and *leaf its last name. Errors: Get's and OpenBelow's.
+  Result<Ref> Place(const std::string& path, const std::string& dir, bool create, std::string* leaf);
+
   // Ok while PV_DIR is still the directory opened at start (for the health check; the other
   // roots are opened again when they move).
   Status Check() const { return primary_->StillAtPath().Wrap("PV_DIR"); }
