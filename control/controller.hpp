@@ -132,6 +132,7 @@ class Controller {
   // The parts that sync keys; they use the members above.
   VolumeMaker maker_;
   Cloning cloning_;
+  PatternDirs pattern_dirs_;
   Provisioner provisioner_;
   Expander expander_;
   Deleter deleter_;

@@ -4,13 +4,32 @@
 #include <cerrno>
 
 #include "base/log.hpp"
+#include "base/text.hpp"
 #include "control/volume_dir.hpp"
+#include "decide/path_pattern.hpp"
+#include "fs/usage_walk.hpp"
 #include "decide/clone.hpp"
 
+namespace {
+
+// What a reattached directory holds, for the user: "12 files and directories, 3.0 MiB", counted
+// as the usage scan counts (never following a link, never crossing a mount); "at least ..."
+// past a million entries, which are not waited for.
+std::string DescribeContents(const Root& parent, const std::string& name) {
+  Result<UsageWalk> walk = UsageWalk::Begin(parent, name);
+  if (!walk.ok()) return "its size not known: " + walk.status().message();
+  bool done = walk->Step(1000000);
+  const UsageCount& c = walk->count();
+  const uint64_t entries = c.inodes > 0 ? c.inodes - 1 : 0;  // not the directory itself
+  return std::string(done ? "" : "at least ") + std::to_string(entries) + " files and directories, " + HumanBytes(c.bytes);
+}
+
+}  // namespace
+
 Provisioner::Provisioner(const Config& cfg, const Informer<Volume>* volumes, Promises* promises, const NameSet* created,
-                         VolumeMaker* maker, Cloning* cloning, EventRecorder* recorder, ControllerStats* stats,
-                         RootMovedCheck root_moved)
-    : cfg_(cfg), volumes_(volumes), promises_(promises), created_(created), maker_(maker), cloning_(cloning),
+                         VolumeMaker* maker, Cloning* cloning, PatternDirs* dirs, EventRecorder* recorder,
+                         ControllerStats* stats, RootMovedCheck root_moved)
+    : cfg_(cfg), volumes_(volumes), promises_(promises), created_(created), maker_(maker), cloning_(cloning), dirs_(dirs),
       recorder_(recorder), stats_(stats), root_moved_(std::move(root_moved)) {}
 
 Outcome Provisioner::Sync(WorkerApi& w, const std::string& key, const Claim& claim, const StorageClass* sc) {
@@ -45,10 +64,35 @@ Outcome Provisioner::Sync(WorkerApi& w, const std::string& key, const Claim& cla
       recorder_->Warning(InvolvedOf(claim), a.reason, a.message);
       return a.retry ? Outcome::Retry() : Outcome::Done();
     case Action::kProvision:
+      if (a.path_pattern && a.source.claim.empty()) return ProvisionPattern(w, claim, a);
       return a.source.claim.empty() || !cloning_ ? Provision(w, claim, a) : cloning_->Provision(w, claim, a);
     default:
       return Outcome::Done();
   }
+}
+
+Outcome Provisioner::ProvisionPattern(WorkerApi& w, const Claim& claim, const Action& a) {
+  const std::string path = a.root + "/" + a.dir_name;
+  const std::string& pv = a.volume.meta.name;
+  if (a.only_existing) {
+    if (!maker_->DirExists(a)) return Outcome::Done();  // not here: the claim's node makes it
+    const std::string asked = a.claim_node.empty() ? "before the scheduler picks a node" : "though the claim's node is " + a.claim_node;
+    if (a.node_by_user) {
+      const std::string message = "the directory " + path + " for this claim is on node " + cfg_.node_name +
+                                  ", but the claim names node " + a.claim_node + " (annotation " + ann::kNode +
+                                  "): to get its data, annotate the claim with " + ann::kNode + "=" + cfg_.node_name +
+                                  " (create it again so), or move the directory to " + a.claim_node;
+      LogWarn("claim " + KeyOf(claim.meta) + ": " + message);
+      recorder_->WarningOnce(InvolvedOf(claim), reason::kProvisioningFailed, message);
+      return Outcome::Done();
+    }
+    LogInfo("claim " + KeyOf(claim.meta) + ": its directory " + path + " is on this node: reattaching it here, " + asked);
+  }
+  if (std::string held = dirs_->Begin(path, pv); !held.empty())
+    return maker_->Failed(w, claim, "cannot use the directory " + path + ": " + held);
+  Outcome o = Provision(w, claim, a);
+  dirs_->Finish(path, pv, created_->Contains(pv) || volumes_->Get(pv).has_value());
+  return o;
 }
 
 Outcome Provisioner::Provision(WorkerApi& w, const Claim& claim, const Action& a) {
@@ -63,6 +107,18 @@ Outcome Provisioner::Provision(WorkerApi& w, const Claim& claim, const Action& a
   }
   Roots::Ref root;
   if (std::optional<Outcome> o = maker_->Prepare(w, claim, a, &root)) return *o;
+  // A pathPattern's directory to reattach whose project ID (which its owner may set) is another
+  // volume's: that volume's limit is not taken over.
+  if (a.path_pattern && a.quota != "false" && fsops_detail::IsDirNoFollow(root->fd(), LeafName(a.dir_name))) {
+    Result<QuotaId> q = QuotaLimits(*root).Of(LeafName(a.dir_name));
+    std::string holder = q.ok() && q->method != QuotaMethod::kNone ? dirs_->QuotaHolder(Describe(*q), a.volume.meta.name) : "";
+    if (!holder.empty()) {
+      promises_->Release(a.volume.meta.name);
+      return maker_->Failed(w, claim, "cannot reattach " + path + ": its " + Describe(*q) + " is the limit of PersistentVolume " +
+                                          holder + " (set by a tenant?); give it back to its own: move its files into a new "
+                                          "directory, or clear its project ID (chattr -p 0 -R, or xfs_quota)");
+    }
+  }
   Result<MadeDir> made = MakeVolumeDir(*root, a);
   if (!made.ok()) {
     const Status& s = made.status();
@@ -73,5 +129,6 @@ Outcome Provisioner::Provision(WorkerApi& w, const Claim& claim, const Action& a
                           s.code() == Status::kInvalid || e == ENOENT || e == ENOSPC || e == EDQUOT || e == EROFS ||
                               e == ENOTDIR);
   }
+  if (made->existed) made->found = DescribeContents(*root, LeafName(a.dir_name));
   return maker_->Create(w, claim, a, *root, *made, start, "");
 }

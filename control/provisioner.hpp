@@ -8,6 +8,7 @@
 
 #include "base/config.hpp"
 #include "control/cloning.hpp"
+#include "control/pattern_dirs.hpp"
 #include "control/sync.hpp"
 #include "control/volume_maker.hpp"
 #include "fs/space.hpp"
@@ -18,8 +19,9 @@ class Provisioner {
  public:
   // Every pointer must outlive the provisioner. `created`: as VolumeMaker's. `cloning` may be
   // null where no claim is a clone (a clone is then decided as one whose source is not found).
+  // `dirs`: who holds each pathPattern directory.
   Provisioner(const Config& cfg, const Informer<Volume>* volumes, Promises* promises, const NameSet* created,
-              VolumeMaker* maker, Cloning* cloning, EventRecorder* recorder, ControllerStats* stats,
+              VolumeMaker* maker, Cloning* cloning, PatternDirs* dirs, EventRecorder* recorder, ControllerStats* stats,
               RootMovedCheck root_moved);
 
   // Syncs the claim of key `key` ("namespace/name"), not bound (its volumeName empty), of
@@ -32,6 +34,9 @@ class Provisioner {
  private:
   // Makes the directory, then creates the PV.
   Outcome Provision(WorkerApi& w, const Claim& claim, const Action& a);
+  // A pathPattern's volume: its directory checked to be free (PatternDirs), reattached where
+  // it exists; node-aware, made by the node that has it (a.only_existing).
+  Outcome ProvisionPattern(WorkerApi& w, const Claim& claim, const Action& a);
 
   const Config& cfg_;
   const Informer<Volume>* volumes_;
@@ -39,6 +44,7 @@ class Provisioner {
   const NameSet* created_;
   VolumeMaker* maker_;
   Cloning* cloning_;
+  PatternDirs* dirs_;
   EventRecorder* recorder_;
   ControllerStats* stats_;
   RootMovedCheck root_moved_;

@@ -16,6 +16,7 @@ std::string Describe(const QuotaId& q) {
 Result<MadeDir> MakeVolumeDir(const Root& root, const Action& a) {
   MadeDir made;
   const std::string name = LeafName(a.dir_name);
+  made.existed = a.path_pattern && fsops_detail::IsDirNoFollow(root.fd(), name);
   if (a.quota == "false") {
     if (Status s = root.MakeDir(name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
     return made;
@@ -27,10 +28,35 @@ Result<MadeDir> MakeVolumeDir(const Root& root, const Action& a) {
     made.not_enforced = support.why_not;
     return made;
   }
-  Result<QuotaId> q = QuotaLimits(root).Make(support.method, name, a.dir_mode, a.uid, a.gid,
-                                              static_cast<uint64_t>(a.request_bytes), a.volume.meta.name);
+  QuotaLimits limits(root);
+  const uint64_t want = static_cast<uint64_t>(a.request_bytes);
+  if (made.existed && support.method == QuotaMethod::kProject) {
+    Result<QuotaId> before = limits.Of(name);
+    made.files_uncounted = before.ok() && before->method == QuotaMethod::kNone;
+  }
+  Result<QuotaId> q = limits.Make(support.method, name, a.dir_mode, a.uid, a.gid, want, a.volume.meta.name);
+  if (!q.ok() && made.existed && support.method == QuotaMethod::kBtrfs && q.status().code() == Status::kConflict) {
+    const std::string why = "it existed as a plain directory, which btrfs cannot make a subvolume of";
+    if (a.quota == "true")
+      return Status::Invalid("the size cannot be enforced (class parameter quota: \"true\"): " + why +
+                             "; move its files into a volume made by a claim of this class, or use quota: \"auto\"");
+    if (Status s = root.MakeDir(name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
+    made.not_enforced = why;
+    return made;
+  }
   if (!q.ok()) return q.status();
   made.quota = *q;
+  if (made.existed) {
+    // Never below what is in use: writes would fail at once, and nothing is lost either way.
+    uint64_t used = 0, inodes = 0;
+    Status s = q->method == QuotaMethod::kBtrfs ? limits.QgroupUsage(q->id, &used)
+                                                : limits.ProjectUsage(static_cast<unsigned>(q->id), &used, &inodes);
+    made.limit = want;
+    if (s.ok() && used > want) {
+      if (Status r = limits.SetLimit(*q, name, used); !r.ok()) return r;
+      made.limit = used;
+    }
+  }
   return made;
 }
 

@@ -16,6 +16,10 @@
 struct MadeDir {
   QuotaId quota;            // the limit it is under (method kNone: not enforced)
   std::string not_enforced;  // quota "auto" on a root that cannot: why, for the user
+  bool existed = false;     // a pathPattern's directory that was there already (reattached)
+  uint64_t limit = 0;       // existed, under a limit: the limit set (the request, or what is in use if more)
+  std::string found;        // existed: what it held, for the user ("12 files and directories, 3.0 MiB")
+  bool files_uncounted = false;  // existed without a project ID, given one now: the files in it are not charged
 };
 
 // "project 1234567", "btrfs subvolume 257", or "" (the PV's kQuota annotation).
@@ -25,6 +29,12 @@ std::string Describe(const QuotaId& q);
 // ("auto": where the root can enforce it, else not enforced, and made.not_enforced says why).
 // quota "true" on a root that cannot enforce it: kInvalid with what is missing and how to fix
 // it, and nothing made. Other errors: fsops' and quota's.
+// A pathPattern's directory that exists already is taken as it is (made.existed; reattach):
+// its owner and mode are set again; a limit it has is kept and set to the request, or to what
+// is in use where that is more (never below); a plain directory on btrfs, which cannot become a
+// subvolume, is not enforced under "auto" (made.not_enforced says why) and kInvalid under "true".
+// (Files already in a plain directory given a project ID now are not charged to it: only what
+// is made from now on is; made.not_enforced does not say so, the Reattached event does.)
 Result<MadeDir> MakeVolumeDir(const Root& root, const Action& a);
 
 // The limit a PV's kQuota annotation names ("" or anything else: none).

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "base/log.hpp"
+#include "base/text.hpp"
 #include "decide/path_pattern.hpp"
 #include "kube/informer.hpp"
 
@@ -43,6 +44,12 @@ std::optional<Outcome> VolumeMaker::Prepare(WorkerApi& w, const Claim& claim, co
   return std::nullopt;
 }
 
+bool VolumeMaker::DirExists(const Action& a) {
+  std::string leaf;
+  Result<Roots::Ref> parent = roots_->Place(a.root, a.dir_name, false, &leaf);
+  return parent.ok() && fsops_detail::IsDirNoFollow((*parent)->fd(), leaf);
+}
+
 Outcome VolumeMaker::Create(WorkerApi& w, const Claim& claim, const Action& a, const Root& root, const MadeDir& made,
                             std::chrono::steady_clock::time_point start, const std::string& clone_method) {
   const std::string path = a.root + "/" + a.dir_name;
@@ -65,7 +72,18 @@ Outcome VolumeMaker::Create(WorkerApi& w, const Claim& claim, const Action& a, c
     } else if (got.ok()) {
       created_->Erase(a.volume.meta.name);
       promises_->Release(a.volume.meta.name);
-      if (Status r = root.RemoveIfEmpty(LeafName(a.dir_name)); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
+      if (!made.existed)
+        if (Status r = root.RemoveIfEmpty(LeafName(a.dir_name)); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
+      if (got->claim_ref.uid == a.volume.claim_ref.uid) {  // another node's instance made it first
+        auto on = got->meta.annotations.find(ann::kNode);
+        const std::string other = on == got->meta.annotations.end() ? "another node" : "node " + on->second;
+        LogInfo("claim " + KeyOf(claim.meta) + ": " + other + " made its volume first");
+        if (made.existed)
+          recorder_->WarningOnce(InvolvedOf(claim), reason::kProvisioningFailed,
+                                 other + " made this claim's volume first: the directory " + path + " on node " +
+                                     cfg_.node_name + " (" + made.found + ") was not attached, and stays there");
+        return Outcome::Done();
+      }
       return Failed(w, claim, "a PersistentVolume named " + a.volume.meta.name +
                                   " already exists and is not the one this provisioner made for this claim "
                                   "(claim uid \"" + got->claim_ref.uid + "\", path \"" + got->host_path +
@@ -98,6 +116,15 @@ Outcome VolumeMaker::Create(WorkerApi& w, const Claim& claim, const Action& a, c
                                  : "";
   recorder_->Normal(InvolvedOf(claim), reason::kProvisioningSucceeded,
                     "Successfully provisioned volume " + a.volume.meta.name + " at " + path + limit + copy + shared);
+  if (made.existed)
+    recorder_->Normal(InvolvedOf(claim), reason::kReattached,
+                      "Reattached the existing directory " + path + " (" + made.found + ") instead of making a new one" +
+                          (cfg_.node_name.empty() ? "" : " on node " + cfg_.node_name) + "; its owner and mode set as the class says" +
+                          (made.quota.method == QuotaMethod::kNone ? ""
+                           : made.limit > static_cast<uint64_t>(a.request_bytes)
+                               ? "; its limit set to what it holds, " + HumanBytes(made.limit) + ", above the " + claim.storage_request + " asked"
+                               : "") +
+                          (made.files_uncounted ? "; files that were there before it had a project ID of its own are not counted against its limit" : ""));
   if (!made.not_enforced.empty())
     recorder_->Normal(InvolvedOf(claim), reason::kSizeNotEnforced,
                       "the size " + claim.storage_request + " is not enforced (class parameter quota: \"auto\"): " + made.not_enforced);

@@ -35,10 +35,17 @@ class VolumeMaker {
   // Creates the PV of a directory made (or copied: `clone_method` says how; "" for a new one)
   // in `root` (where Prepare put it), and says so (a ProvisioningSucceeded event; counted with the time since
   // `start`). A PV of that name made by an earlier attempt for this claim is done; one that is
-  // another's is a failure, and the directory, just made and empty, is removed. On a failure
+  // another's is a failure, and the directory, just made and empty, is removed (one reattached
+  // stays: made.existed); one another node's instance made for this claim first (node-aware,
+  // a pathPattern directory this node reattached) is done, saying that the directory here was
+  // not attached. A reattached directory is told (Reattached, with made.found). On a failure
   // the space reserved goes and the claim is told. Thread-safe.
   Outcome Create(WorkerApi& w, const Claim& claim, const Action& a, const Root& root, const MadeDir& made,
                  std::chrono::steady_clock::time_point start, const std::string& clone_method);
+
+  // Does the directory a.dir_name exist under a.root (no symlink followed, nothing made)?
+  // False when its root or parent cannot be opened.
+  bool DirExists(const Action& a);
 
   // A provisioning failure: counted, logged and a ProvisioningFailed Warning; retried.
   // `for_good`: this node cannot serve the claim until someone acts (a root missing, full or

@@ -33,7 +33,12 @@ bool ClassIsShared(const Config& cfg, const StorageClass* sc) {
   return (mount == "true" || (mount.empty() && cfg.require_mount)) && param("nodes") != "all" && param("volumeType") != "local";
 }
 
+bool ClassHasPathPattern(const Config& cfg, const StorageClass* sc) {
+  return sc != nullptr && sc->provisioner == cfg.provisioner_name && sc->parameters.count("pathPattern") > 0;
+}
+
 std::string ParseClassParameters(const Config& cfg, const StorageClass& sc, ClassParameters* out) {
+  *out = ClassParameters{};
   out->root = cfg.pv_dir;
   out->require_mount = cfg.require_mount;
   out->check_space = cfg.check_free_space;

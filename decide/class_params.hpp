@@ -32,6 +32,10 @@ struct ClassParameters {
 // from the raw parameters (ParseClassParameters says whether they are valid).
 bool ClassIsShared(const Config& cfg, const StorageClass* sc);
 
+// Does this class of ours name directories by a pathPattern? (the raw parameter; ParseClassParameters
+// says whether it is valid)
+bool ClassHasPathPattern(const Config& cfg, const StorageClass* sc);
+
 // Parses the class's parameters into *out, starting from the configured defaults (PV_DIR,
 // REQUIRE_MOUNT, CHECK_FREE_SPACE, OVERCOMMIT, QUOTA). Returns "" on success; else an error
 // message naming the parameter (an unknown key, a bad value, a pvDir not configured, or

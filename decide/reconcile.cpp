@@ -79,7 +79,13 @@ Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc
 
 bool IsVolumeWeMade(const Volume& existing, const Volume& built) {
   auto by = existing.meta.annotations.find(ann::kProvisionedBy);
-  return existing.claim_ref.uid == built.claim_ref.uid && existing.host_path == built.host_path &&
+  // Node-aware, one node's volume is not another's, though their paths read the same.
+  auto node_of = [](const Volume& v) {
+    auto it = v.meta.annotations.find(ann::kNode);
+    return it == v.meta.annotations.end() ? std::string() : it->second;
+  };
+  const bool same_node = IsShared(built) || OnAllNodes(built) || node_of(existing) == node_of(built);
+  return existing.claim_ref.uid == built.claim_ref.uid && existing.host_path == built.host_path && same_node &&
          by != existing.meta.annotations.end() && by->second == built.meta.annotations.at(ann::kProvisionedBy);
 }
 
@@ -91,17 +97,34 @@ ClaimStage StageOf(const Config& cfg, const Claim& claim) {
   return ClaimStage::kWaitsForVolume;
 }
 
+bool WaitsForScheduler(const Config& cfg, const Claim& claim, const StorageClass* sc) {
+  return !cfg.node_name.empty() && sc != nullptr && !claim.meta.deleting && claim.volume_name.empty() &&
+         (claim.phase.empty() || claim.phase == "Pending") && claim.storage_class_name == sc->meta.name &&
+         sc->volume_binding_mode == "WaitForFirstConsumer" && ClassHasPathPattern(cfg, sc) && !ClassIsShared(cfg, sc) &&
+         ClaimNode(claim).empty();
+}
+
 bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim, const StorageClass* sc) {
+  if (WaitsForScheduler(cfg, claim, sc)) return true;
   if (StageOf(cfg, claim) != ClaimStage::kWaitsForVolume) return false;
   const std::string node = ClaimNode(claim);
   // another node's: not ours to look at
-  return cfg.node_name.empty() || node.empty() || node == cfg.node_name || ClassIsShared(cfg, sc);
+  // (a claim of a pathPattern class: the node that has its directory may reattach it)
+  return cfg.node_name.empty() || node.empty() || node == cfg.node_name || ClassIsShared(cfg, sc) ||
+         ClassHasPathPattern(cfg, sc);
 }
+
+namespace {
+// DecideClaim once it is this node's claim (or one it may reattach): the checks of the claim and
+// its class, then the volume to make. `node`: the claim's (ClaimNode).
+Action DecideClaimHere(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* existing,
+                       const std::string& node);
+}  // namespace
 
 Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* existing) {
   using reconcile_detail::Fail;
   using reconcile_detail::Nothing;
-  switch (StageOf(cfg, claim)) {
+  switch (WaitsForScheduler(cfg, claim, sc) ? ClaimStage::kWaitsForVolume : StageOf(cfg, claim)) {
     case ClaimStage::kNotOurs: return Nothing("not annotated for " + cfg.provisioner_name);
     case ClaimStage::kDeleting: return Nothing("being deleted");
     case ClaimStage::kNamesVolume: return Nothing("already names volume " + claim.volume_name);
@@ -116,20 +139,47 @@ Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc
   // A shared volume (a root every host mounts): any instance may make it, whatever node the
   // claim names; the PV create is atomic, so one does.
   const bool shared = ClassIsShared(cfg, sc);
+  // Node-aware, a class with pathPattern: the node that has the claim's directory may act for it
+  // (reattach) whatever node the claim names, or before the scheduler names one.
+  const bool pattern = !cfg.node_name.empty() && !shared && !all_nodes && ClassHasPathPattern(cfg, sc);
+  bool elsewhere = false;
   if (!cfg.node_name.empty() && !shared) {  // node-aware: every instance sees every claim; one acts
     // A WaitForFirstConsumer claim naming no node waits for the scheduler (also once an instance
     // handed it back): nothing to tell the user.
-    if (node.empty() && !all_nodes && sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer")
-      return Nothing("waiting for the scheduler to pick a node (WaitForFirstConsumer)");
-    if (node.empty() && !all_nodes) {
+    if (node.empty() && !all_nodes && sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer") {
+      if (!pattern) return Nothing("waiting for the scheduler to pick a node (WaitForFirstConsumer)");
+      elsewhere = true;
+    } else if (node.empty() && !all_nodes) {
       Action a = Fail(failed, "this provisioner runs on every node and the claim names none: add the annotation " +
                                   std::string(ann::kNode) + "=<node name> to the claim, or use a StorageClass with "
                                   "volumeBindingMode WaitForFirstConsumer", false);
       a.once = true;
       return a;
+    } else if (!node.empty() && node != cfg.node_name) {
+      if (!pattern) return Nothing("for node " + node);
+      elsewhere = true;
     }
-    if (!node.empty() && node != cfg.node_name) return Nothing("for node " + node);
   }
+  if (elsewhere) {
+    // Only a volume this node can reattach; anything to tell is told by the claim's node.
+    Action a = DecideClaimHere(cfg, claim, sc, existing, node);
+    if (a.kind != Action::kProvision) return Nothing(node.empty() ? "waiting for the scheduler to pick a node" : "for node " + node);
+    a.only_existing = true;
+    a.claim_node = node;
+    auto selected = claim.meta.annotations.find(ann::kSelectedNode);
+    a.node_by_user = !node.empty() && (selected == claim.meta.annotations.end() || selected->second != node);
+    return a;
+  }
+  return DecideClaimHere(cfg, claim, sc, existing, node);
+}
+
+namespace {
+
+Action DecideClaimHere(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* existing,
+                       const std::string& node) {
+  using reconcile_detail::Fail;
+  using reconcile_detail::Nothing;
+  const char* failed = reason::kProvisioningFailed;
   if (existing != nullptr && existing->claim_ref.uid == claim.meta.uid)
     return Nothing("volume " + existing->meta.name + " exists; waiting for binding");
   if (existing != nullptr)
@@ -195,6 +245,8 @@ Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc
   a.gid = params.gid;
   return a;
 }
+
+}  // namespace
 
 namespace reconcile_detail {
 

@@ -19,6 +19,7 @@ inline constexpr const char* kProvisioningSucceeded = "ProvisioningSucceeded";
 inline constexpr const char* kProvisioningFailed = "ProvisioningFailed";
 inline constexpr const char* kVolumeFailedDelete = "VolumeFailedDelete";
 inline constexpr const char* kSizeNotEnforced = "SizeNotEnforced";
+inline constexpr const char* kReattached = "Reattached";
 }  // namespace reason
 
 struct Action {
@@ -57,6 +58,13 @@ struct Action {
   bool reschedule = false;  // kFail: for good on this node: drop the claim's selected-node
   std::string holder;       // kAdopt: the node named on the volume as the one that acts on it
   bool path_pattern = false;  // kProvision/kDelete/...: dir_name was made by the class's pathPattern ("ns/name")
+  // kProvision, node-aware, of a pathPattern claim whose node is another (`claim_node`) or not
+  // chosen yet: only if this node has its directory (reattached here: the PV pins the claim,
+  // and the scheduler, to this node). `node_by_user`: the claim names its node by our
+  // annotation: then this node only says where the directory is.
+  bool only_existing = false;
+  bool node_by_user = false;
+  std::string claim_node;
   std::string on_delete = "delete";  // kDelete/kLeave: "delete" the directory, "archive" it, or "retain" it (the PV's kOnDelete)
   std::string archive_for;  // kDelete/kLeave with on_delete "archive": the PV's kArchiveFor ("168h"; "0" or "": for ever)
   // kProvision of a clone (the claim's dataSource names a claim, clone.hpp): what to copy.
@@ -83,21 +91,29 @@ bool IsVolumeWeMade(const Volume& existing, const Volume& built);
 enum class ClaimStage { kNotOurs, kDeleting, kNamesVolume, kNotPending, kWaitsForVolume };
 ClaimStage StageOf(const Config& cfg, const Claim& claim);
 
+// Node-aware, a WaitForFirstConsumer claim of a class of ours with a pathPattern that no
+// scheduler has placed yet (so the PV controller has not annotated it for a provisioner): the
+// node that has its directory binds it at once (its PV pins the claim, and the pod, there).
+// `sc`: the claim's class, if cached.
+bool WaitsForScheduler(const Config& cfg, const Claim& claim, const StorageClass* sc);
+
 // Could DecideClaim do anything for this claim, whatever its volume? Only a claim of ours that
 // waits for a volume and, in node-aware mode, is for this node, names none, or is of a class
-// of shared volumes (`sc`, if cached): the controller hands no other claim to a worker (a
+// of shared volumes or of a pathPattern (`sc`, if cached): the controller hands no other claim to a worker (a
 // watch event of a bound or deleted claim, or of another node's, wakes nobody).
 bool ClaimMayNeedVolume(const Config& cfg, const Claim& claim, const StorageClass* sc = nullptr);
 
 // What to do for a claim. `sc` is its class (nullptr if not in the cache); `existing` is the
 // PV named for it (nullptr if none). kProvision carries the PV to create and the directory to
 // make; kFail the event to post (and whether to retry, once per DaemonSet, or reschedule);
-// kNothing says why in `why`.
+// kNothing says why in `why`. Node-aware, a claim of a pathPattern class whose node is another
+// or not chosen yet is a kProvision with only_existing (this node may have its directory).
 Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc, const Volume* existing);
 
 // What to do for a PV. Only PVs with our provisioned-by annotation are considered; the
-// directory to remove is recomputed from the root and the PV's name and claim, and must be
-// exactly what the PV's spec says, or we refuse. `sc`: the PV's class if cached (only a volume
+// directory to remove is recomputed from the root and the PV's name and claim (or, made by a
+// pathPattern, is its kDirName annotation, a path of names: IsPatternDir), and must be exactly
+// what the PV's spec says, or we refuse. `sc`: the PV's class if cached (only a volume
 // on every node needs it).
 Action DecideVolume(const Config& cfg, const Volume& v, const StorageClass* sc = nullptr);
 
@@ -110,7 +126,8 @@ Action Nothing(std::string why);
 // kFail with event `reason` and `message`; `retry`: try again after a backoff.
 Action Fail(const char* reason, std::string message, bool retry = true);
 
-// The volume's directory recomputed (never read from the PV): `verb` it there (kDelete, with
+// The volume's directory recomputed (never read from the PV's path; a pathPattern's from its
+// kDirName, checked to be a path of names): `verb` it there (kDelete, with
 // dir_name, root and require_mount set), or a failure naming why nothing is done.
 Action AtRecomputedPath(const Config& cfg, const Volume& v, Action::Kind verb);
 

@@ -1,0 +1,69 @@
+// Which volume holds each pathPattern directory: the bodies (pattern_dirs.hpp has the contracts).
+#include "control/pattern_dirs.hpp"
+
+#include "base/paths.hpp"
+#include "decide/names.hpp"
+
+PatternDirs::PatternDirs(const Config& cfg, const Informer<Volume>* volumes, const NameSet* created)
+    : cfg_(cfg), volumes_(volumes), created_(created) {}
+
+bool PatternDirs::Here(const Volume& v) const {
+  if (cfg_.node_name.empty() || IsShared(v) || OnAllNodes(v)) return true;
+  auto made_on = v.meta.annotations.find(ann::kNode);
+  if (made_on != v.meta.annotations.end()) return made_on->second == cfg_.node_name;
+  return v.node.empty() || v.node == cfg_.node_name;
+}
+
+std::string PatternDirs::Begin(const std::string& path, const std::string& pv) {
+  auto overlaps = [&](const std::string& other) { return PathWithin(other, path) || PathWithin(path, other); };
+  std::string holder;
+  volumes_->ForEach([&](const Volume& v) {
+    if (holder.empty() && v.meta.name != pv && !v.host_path.empty() && overlaps(v.host_path) && Here(v)) {
+      const std::string of = v.has_claim_ref ? " (claim " + v.claim_ref.namespace_ + "/" + v.claim_ref.name + ", " : " (";
+      const std::string where = v.host_path == path ? path : v.host_path + ", which overlaps " + path;
+      if (v.phase == "Bound" || v.phase == "Pending" || v.phase.empty()) {
+        holder = "PersistentVolume " + v.meta.name + of + (v.phase.empty() ? "new" : v.phase) + ") uses " + where +
+                 ": the class's pathPattern gives this claim the same directory. Give this claim another name or "
+                 "labels, or delete the other claim and its volume first";
+      } else {
+        holder = "PersistentVolume " + v.meta.name + of + v.phase + ", reclaim policy " + v.reclaim_policy + ") still names " +
+                 where + ". This claim gets that directory, data and all, once the PV is gone: to keep the data, set "
+                 "its reclaim policy to Retain first (kubectl patch pv " + v.meta.name +
+                 " -p '{\"spec\":{\"persistentVolumeReclaimPolicy\":\"Retain\"}}'), then kubectl delete pv " + v.meta.name;
+      }
+    }
+  });
+  if (!holder.empty()) return holder;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (it->second.pv == pv || !overlaps(it->first)) {
+      ++it;
+      continue;
+    }
+    // Made and seen in the cache (told above, or gone since), or made and failed: no longer held.
+    if (it->second.active || created_->Contains(it->second.pv))
+      return "another claim's volume (" + it->second.pv + ") is being made in " + it->first +
+             ": the class's pathPattern gives both claims the same directory";
+    it = held_.erase(it);
+  }
+  held_[path] = Entry{pv, true};
+  return "";
+}
+
+void PatternDirs::Finish(const std::string& path, const std::string& pv, bool made) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = held_.find(path);
+  if (it == held_.end() || it->second.pv != pv) return;
+  if (made) it->second.active = false;
+  else held_.erase(it);
+}
+
+std::string PatternDirs::QuotaHolder(const std::string& quota, const std::string& pv) const {
+  std::string holder;
+  volumes_->ForEach([&](const Volume& v) {
+    auto q = v.meta.annotations.find(ann::kQuota);
+    if (holder.empty() && v.meta.name != pv && q != v.meta.annotations.end() && q->second == quota && Here(v))
+      holder = v.meta.name;
+  });
+  return holder;
+}

@@ -1,0 +1,209 @@
+// A class's pathPattern: what a pattern may be, what it makes of a claim, and how the decisions
+// use it (the directory recorded on the PV, checked again before anything is deleted).
+#include <catch2/catch.hpp>
+
+#include "decide/path_pattern.hpp"
+#include "decide/reconcile.hpp"
+
+namespace {
+
+Config TestConfig() {
+  Config c;
+  c.pv_dir = "/var/kubernetes";
+  return c;
+}
+
+StorageClass PatternClass(const std::string& pattern) {
+  StorageClass sc;
+  sc.meta.name = "keep";
+  sc.provisioner = kDefaultProvisionerName;
+  sc.parameters["pathPattern"] = pattern;
+  return sc;
+}
+
+Claim OurClaim(const std::string& name = "data") {
+  Claim c;
+  c.meta.name = name;
+  c.meta.namespace_ = "shop";
+  c.meta.uid = "1b2c3d4e-0000-4000-8000-000000000001";
+  c.meta.annotations[ann::kStorageProvisioner] = kDefaultProvisionerName;
+  c.has_storage_class_name = true;
+  c.storage_class_name = "keep";
+  c.access_modes = {"ReadWriteOnce"};
+  c.storage_request = "1Gi";
+  c.phase = "Pending";
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("pathPattern: the patterns a class may hold", "[path_pattern]") {
+  CHECK(CheckPathPattern("${.PVC.namespace}/${.PVC.name}") == "");
+  CHECK(CheckPathPattern("apps/${.PVC.namespace}-${.PVC.labels.app}") == "");
+  CHECK(CheckPathPattern("${.PVC.labels.example.com/tier}") == "");
+  // Out of the root, hidden, empty parts, or no variable at all.
+  CHECK(CheckPathPattern("/${.PVC.name}").find("starts with \"/\"") != std::string::npos);
+  CHECK(CheckPathPattern("../${.PVC.name}") != "");
+  CHECK(CheckPathPattern("${.PVC.namespace}/../../etc") != "");
+  CHECK(CheckPathPattern(".archive/${.PVC.name}") != "");
+  CHECK(CheckPathPattern("${.PVC.namespace}//${.PVC.name}") != "");
+  CHECK(CheckPathPattern("${.PVC.name}/") != "");
+  CHECK(CheckPathPattern("data").find("no variable") != std::string::npos);
+  CHECK(CheckPathPattern("${.PVC.name").find("not closed") != std::string::npos);
+  // Only the claim's namespace, name and labels: not annotations, not anything else.
+  CHECK(CheckPathPattern("${.PVC.annotations.x}").find("unknown variable") != std::string::npos);
+  CHECK(CheckPathPattern("${.PV.name}").find("unknown variable") != std::string::npos);
+  CHECK(CheckPathPattern("${.PVC.labels.}").find("label key") != std::string::npos);
+  CHECK(CheckPathPattern("Data/${.PVC.name}").find("characters") != std::string::npos);
+  CHECK(CheckPathPattern("a b/${.PVC.name}").find("characters") != std::string::npos);
+}
+
+TEST_CASE("pathPattern: a claim's directory from its namespace, name and labels", "[path_pattern]") {
+  Claim c = OurClaim();
+  c.meta.labels["app"] = "db";
+  CHECK(*ExpandPathPattern("${.PVC.namespace}/${.PVC.name}", c) == "shop/data");
+  CHECK(*ExpandPathPattern("x/${.PVC.labels.app}-${.PVC.name}", c) == "x/db-data");
+  // A label with characters outside the rules, an empty one, a missing one: refused, named.
+  c.meta.labels["app"] = "DB_1";
+  Result<std::string> bad = ExpandPathPattern("${.PVC.labels.app}", c);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("label app=\"DB_1\"") != std::string::npos);
+  c.meta.labels["app"] = "../etc";
+  CHECK_FALSE(ExpandPathPattern("${.PVC.namespace}/${.PVC.labels.app}", c).ok());
+  c.meta.labels["app"] = "";
+  CHECK(ExpandPathPattern("${.PVC.labels.app}", c).status().message().find("has no label app") != std::string::npos);
+  c.meta.labels.erase("app");
+  CHECK(ExpandPathPattern("${.PVC.labels.app}", c).status().message().find("has no label app") != std::string::npos);
+}
+
+TEST_CASE("pathPattern: the paths a PV may record", "[path_pattern]") {
+  CHECK(IsPatternDir("shop/data"));
+  CHECK(IsPatternDir("a/b/c"));
+  for (const char* bad : {"", "/etc", "shop/../etc", "..", "shop/", "/", "shop//data", ".archive/x", "a/.b", "Shop/data"})
+    CHECK_FALSE(IsPatternDir(bad));
+  CHECK(ParentDir("a/b/c") == "a/b");
+  CHECK(ParentDir("a") == "");
+  CHECK(LeafName("a/b/c") == "c");
+  CHECK(LeafName("a") == "a");
+}
+
+TEST_CASE("pathPattern: the PV records its directory, and deletion uses only that, checked", "[path_pattern]") {
+  Config cfg = TestConfig();
+  StorageClass sc = PatternClass("${.PVC.namespace}/${.PVC.name}");
+  Claim claim = OurClaim();
+  Action a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.dir_name == "shop/data");
+  CHECK(a.path_pattern);
+  CHECK(a.volume.host_path == "/var/kubernetes/shop/data");
+  CHECK(a.volume.meta.annotations.at(ann::kDirName) == "shop/data");
+
+  Volume v = a.volume;
+  v.phase = "Released";
+  Action d = DecideVolume(cfg, v);
+  REQUIRE(d.kind == Action::kDelete);
+  CHECK(d.dir_name == "shop/data");
+  CHECK(d.root == "/var/kubernetes");
+  CHECK(d.path_pattern);
+
+  // Someone who may write PVs points it elsewhere: nothing is deleted.
+  Volume moved = v;
+  moved.meta.annotations[ann::kDirName] = "../etc";
+  moved.host_path = "/var/kubernetes/../etc";
+  CHECK(DecideVolume(cfg, moved).kind == Action::kFail);
+  Volume other = v;
+  other.host_path = "/var/kubernetes/shop/other";  // the annotation and the path disagree
+  CHECK(DecideVolume(cfg, other).kind == Action::kFail);
+  Volume hidden = v;
+  hidden.meta.annotations[ann::kDirName] = ".archive";
+  hidden.host_path = "/var/kubernetes/.archive";
+  CHECK(DecideVolume(cfg, hidden).kind == Action::kFail);
+  Volume renamed = v;
+  renamed.meta.name = "my-volume";  // not pvc-<claim uid>
+  CHECK(DecideVolume(cfg, renamed).kind == Action::kFail);
+}
+
+TEST_CASE("pathPattern: a claim whose labels break the rules gets a reason, and no retry", "[path_pattern]") {
+  Config cfg = TestConfig();
+  StorageClass sc = PatternClass("${.PVC.namespace}/${.PVC.labels.app}");
+  Claim claim = OurClaim();
+  claim.meta.labels["app"] = "My_App";
+  Action a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kFail);
+  CHECK(a.message.find("label app=\"My_App\"") != std::string::npos);
+  CHECK_FALSE(a.retry);
+  sc.parameters["pathPattern"] = "../${.PVC.name}";
+  a = DecideClaim(cfg, OurClaim(), &sc, nullptr);
+  REQUIRE(a.kind == Action::kFail);
+  CHECK(a.message.find("parameter pathPattern") != std::string::npos);
+}
+
+TEST_CASE("pathPattern, node-aware: the node that may have the directory acts for any claim", "[path_pattern][node]") {
+  Config cfg = TestConfig();
+  cfg.node_name = "n2";
+  StorageClass sc = PatternClass("${.PVC.namespace}/${.PVC.name}");
+  sc.volume_binding_mode = "WaitForFirstConsumer";
+  Claim claim = OurClaim();
+  REQUIRE(ClaimMayNeedVolume(cfg, claim, &sc));
+  // Before the scheduler picks: only if this node has the directory; the PV pins it here. The
+  // PV controller has not annotated such a claim for a provisioner yet: its class says whose.
+  claim.meta.annotations.erase(ann::kStorageProvisioner);
+  REQUIRE(ClaimMayNeedVolume(cfg, claim, &sc));
+  Action a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.only_existing);
+  CHECK(a.volume.node == "n2");
+  CHECK_FALSE(ClaimMayNeedVolume(cfg, claim, nullptr));  // without its class: not ours
+  claim.meta.annotations[ann::kStorageProvisioner] = kDefaultProvisionerName;
+  // The scheduler picked n1: the same, not by the user.
+  claim.meta.annotations[ann::kSelectedNode] = "n1";
+  REQUIRE(ClaimMayNeedVolume(cfg, claim, &sc));
+  a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.only_existing);
+  CHECK_FALSE(a.node_by_user);
+  CHECK(a.claim_node == "n1");
+  // The user named n1: this node only says where the directory is.
+  claim.meta.annotations.erase(ann::kSelectedNode);
+  claim.meta.annotations[ann::kNode] = "n1";
+  a = DecideClaim(cfg, claim, &sc, nullptr);
+  CHECK(a.node_by_user);
+  // Its own node's claim: made here, whether or not it exists.
+  claim.meta.annotations[ann::kNode] = "n2";
+  a = DecideClaim(cfg, claim, &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK_FALSE(a.only_existing);
+  // Another node's claim that fails here says nothing: its node tells.
+  claim.meta.annotations[ann::kNode] = "n1";
+  claim.storage_request = "";
+  CHECK(DecideClaim(cfg, claim, &sc, nullptr).kind == Action::kNothing);
+  // Without a pattern, another node's claim is not looked at.
+  sc.parameters.erase("pathPattern");
+  claim.storage_request = "1Gi";
+  CHECK_FALSE(ClaimMayNeedVolume(cfg, claim, &sc));
+}
+
+TEST_CASE("class parameters onDelete and archiveFor", "[path_pattern][archive]") {
+  Config cfg = TestConfig();
+  StorageClass sc = PatternClass("${.PVC.namespace}/${.PVC.name}");
+  ClassParameters p;
+  sc.parameters["onDelete"] = "archive";
+  sc.parameters["archiveFor"] = "1h30m";
+  REQUIRE(ParseClassParameters(cfg, sc, &p) == "");
+  CHECK(p.archive_seconds == 5400);
+  sc.parameters["archiveFor"] = "7d";
+  CHECK(ParseClassParameters(cfg, sc, &p).find("archiveFor") != std::string::npos);
+  sc.parameters["onDelete"] = "retain";
+  sc.parameters["archiveFor"] = "1h";
+  CHECK(ParseClassParameters(cfg, sc, &p).find("only goes with onDelete") != std::string::npos);
+  sc.parameters.erase("archiveFor");
+  sc.parameters["onDelete"] = "wipe";
+  CHECK(ParseClassParameters(cfg, sc, &p).find("onDelete") != std::string::npos);
+  sc.parameters["onDelete"] = "archive";
+  REQUIRE(ParseClassParameters(cfg, sc, &p) == "");
+  CHECK(p.archive_for == "0");  // kept for ever unless the class says
+  Action a = DecideClaim(cfg, OurClaim(), &sc, nullptr);
+  REQUIRE(a.kind == Action::kProvision);
+  CHECK(a.volume.meta.annotations.at(ann::kOnDelete) == "archive");
+  CHECK(a.volume.meta.annotations.at(ann::kArchiveFor) == "0");
+}
