@@ -62,6 +62,14 @@ Outcome Cloning::Provision(WorkerApi& w, const Claim& claim, const Action& a) {
         cloner_->Start({KeyOf(claim.meta), InvolvedOf(claim), a, used_bytes_(a.source.volume)});
         return Outcome::Done();
       }
+      // A pathPattern's directory there already, not a copy of ours (no mark): someone's data,
+      // which a copy must not be mixed into (a clone never reattaches).
+      if (a.path_pattern && !Cloner::Unclaimed(*root, a.volume.meta.name)) {
+        promises_->Release(a.volume.meta.name);
+        return maker_->Failed(w, claim, "cannot clone " + a.source.claim + " into " + a.root + "/" + a.dir_name +
+                                            ": that directory exists already (the class's pathPattern names it); a clone "
+                                            "is made into a new directory: move it away, or give the claim another name");
+      }
       Result<QuotaId> q = QuotaLimits(*root).Of(LeafName(a.dir_name));
       if (q.ok()) f.made.quota = *q;
       method = "copied before a restart";

@@ -121,7 +121,7 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
     const std::string hint = FixHint(s);
     return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
   }
-  if (a.path_pattern) RemoveEmptyParents(**root, a.dir_name);
+  if (a.path_pattern) roots_->RemoveEmptyParents(a.root, a.dir_name);
   if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
     if (Outcome o = DropFinalizer(w, v); o.retry) return o;
   }
@@ -133,17 +133,6 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
     }
   }
   return Deleted(v, path, start);
-}
-
-// The directories a pathPattern made above a removed volume's ("ns" of "ns/name"), each removed
-// if empty, deepest first: one holding another volume's (or anything) stays. A volume made in
-// one at this moment fails its mkdir and is made again on its retry.
-void Deleter::RemoveEmptyParents(const Root& root, const std::string& dir) {
-  for (std::string up = ParentDir(dir); !up.empty(); up = ParentDir(up)) {
-    std::string leaf;
-    Result<Roots::Ref> parent = roots_->Place(root.path(), up, false, &leaf);
-    if (!parent.ok() || !(*parent)->RemoveIfEmpty(leaf).ok()) return;
-  }
 }
 
 Outcome Deleter::DeleteFailed(const Volume& v, const std::string& message) {

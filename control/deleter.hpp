@@ -42,7 +42,6 @@ class Deleter {
   Outcome DropFinalizer(WorkerApi& w, const Volume& v);
   Outcome Delete(WorkerApi& w, const Volume& v, const Action& a);
   Outcome DeleteFailed(const Volume& v, const std::string& message);
-  void RemoveEmptyParents(const Root& root, const std::string& dir);
   Outcome Deleted(const Volume& v, const std::string& path, std::chrono::steady_clock::time_point start);
 
   const Config& cfg_;

@@ -46,6 +46,7 @@ Status EveryNodeSteps::Leave(KubeApi& api, const Volume& v, const Action& a, con
   const std::string path = a.root + "/" + a.dir_name;
   if (a.remove_dir) {
     Status s = Dir(a, false, [&](const Root& root, const std::string& leaf) { return root.RemoveTree(leaf); });
+    if (s.ok() && a.path_pattern) roots_->RemoveEmptyParents(a.root, a.dir_name);
     if (!s.ok()) {
       const std::string hint = FixHint(s);
       return Told(pv, reason::kVolumeFailedDelete,

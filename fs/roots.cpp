@@ -37,6 +37,14 @@ Result<Roots::Ref> Roots::Place(const std::string& path, const std::string& dir,
   return Ref(std::make_shared<const Root>(std::move(*parent)));
 }
 
+void Roots::RemoveEmptyParents(const std::string& path, const std::string& dir) {
+  for (size_t slash = dir.rfind('/'); slash != std::string::npos && slash > 0; slash = dir.rfind('/', slash - 1)) {
+    std::string leaf;
+    Result<Ref> parent = Place(path, dir.substr(0, slash), false, &leaf);
+    if (!parent.ok() || !(*parent)->RemoveIfEmpty(leaf).ok()) return;
+  }
+}
+
 std::vector<Roots::Ref> Roots::Opened() const {
   std::vector<Ref> out{primary_};
   std::lock_guard<std::mutex> lock(mu_);

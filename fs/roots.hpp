@@ -35,6 +35,12 @@ class Roots {
   // and *leaf its last name. Errors: Get's and OpenBelow's.
   Result<Ref> Place(const std::string& path, const std::string& dir, bool create, std::string* leaf);
 
+  // The directories above a removed volume's `dir` ("ns" of "ns/name"), each removed if it is
+  // empty, deepest first, up to the root at `path` (never the root itself); one that holds
+  // anything stays, and so do those above it. A volume made in one at this moment fails its
+  // mkdir and is made again on its retry.
+  void RemoveEmptyParents(const std::string& path, const std::string& dir);
+
   // Ok while PV_DIR is still the directory opened at start (for the health check; the other
   // roots are opened again when they move).
   Status Check() const { return primary_->StillAtPath().Wrap("PV_DIR"); }

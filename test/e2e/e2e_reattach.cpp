@@ -246,3 +246,31 @@ TEST_CASE("pathPattern, node-aware: a claim reattaches on the node that has its 
   CHECK(ReadFile(n.Root("n2") + "/default/web/index.html") == "on n2\n");
   CHECK(n.api->Denials().empty());
 }
+
+TEST_CASE("pathPattern, node-aware: a claim the scheduler placed on another node is bound where its directory is", "[e2e][pattern][nodes]") {
+  if (!Nodes::CanShare()) {
+    WARN("skipped: needs root, for a mount namespace per instance (the same PV_DIR on every node)");
+    return;
+  }
+  Nodes n;
+  n.api->CreateYaml(WffcClassYaml("keep", kPattern));
+  for (const char* node : {"n1", "n2"}) n.api->RegisterNode(node);
+  ::mkdir(n.Root("n2").c_str(), 0755);
+  ::mkdir((n.Root("n2") + "/default").c_str(), 0755);
+  ::mkdir((n.Root("n2") + "/default/data").c_str(), 0755);
+  WriteFile(n.Root("n2") + "/default/data/hello.txt", "on n2\n");
+  // The scheduler picks n1 (the first node by name) before any instance looks; n1's instance is
+  // not up yet, n2's starts once the claim names n1.
+  n.Claim("data", "keep");
+  n.api->CreateYaml(PodYaml("app", "data"));
+  REQUIRE(Eventually([&] { return Annotation(n.ClaimJson("data"), "volume.kubernetes.io/selected-node") == "n1"; }));
+  n.StartShared("n2");
+  if (!n.WaitBound("data")) FAIL("not bound; n2's log:\n" << n.instances["n2"]->Log());
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("data"))) == "n2");
+  CHECK(Eventually([&] { return PodNode(*n.api, "app") == "n2"; }));
+  CHECK(ReadFile(n.Root("n2") + "/default/data/hello.txt") == "on n2\n");
+  n.StartShared("n1");
+  CHECK(Eventually([&] { return n.instances["n1"]->Http("/readyz").code == 200; }));
+  CHECK_FALSE(Exists(n.Root("n1") + "/default/data"));
+  CHECK_THAT(n.instances["n2"]->Log(), Catch::Contains("reattaching it here, though the claim's node is n1"));
+}
