@@ -46,9 +46,10 @@ TEST_CASE("pathPattern, btrfs limits: a reattached subvolume keeps its limit, ne
   REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
   FakeApi api(tmp.path() + "/api");
   api.CreateYaml(ClassYaml("kept", "Retain", "hostpath-provisioner.io/hostpath",
-                           std::string(kPattern) + "  quota: \"true\"\n  uid: \"1000\"\n"));
+                           std::string(kPattern) + "  quota: \"true\"\n  uid: \"1000\"\n") +
+                 "allowVolumeExpansion: true\n");
   api.CreateYaml(ClassYaml("auto", "Delete", "hostpath-provisioner.io/hostpath", std::string(kPattern) + "  quota: \"auto\"\n"));
-  Provisioner p(api, fs.dir);
+  Provisioner p(api, fs.dir, {{"USAGE_SCAN_INTERVAL", "1"}});
   api.CreateYaml(ClaimYaml("default", "db", "kept", "16Mi"));
   REQUIRE(WaitBound(api, "db"));
   const std::string dir = fs.dir + "/default/db";
@@ -76,6 +77,16 @@ TEST_CASE("pathPattern, btrfs limits: a reattached subvolume keeps its limit, ne
   auto [more, err2] = Fill(dir + "/more", 8 * kMiB);
   CHECK(err2 == EDQUOT);
   CHECK(more < 4 * kMiB);
+  // Its usage is measured, and it grows, at its ns/name path.
+  const std::string labels = "namespace=\"default\",persistentvolumeclaim=\"db\",persistentvolume=\"" + VolumeOf(api, "db") + "\"";
+  const double held = static_cast<double>(written);
+  CHECK(Eventually([&] { return Metric(p, "kubelet_volume_stats_used_bytes", labels) >= held; }));
+  REQUIRE(api.Call("PATCH", kClaims + std::string("db"), R"({"spec":{"resources":{"requests":{"storage":"32Mi"}}}})",
+                   "application/merge-patch+json").code == 200);
+  REQUIRE(Eventually([&] { return HasEvent(api, "db", "VolumeResizeSuccessful", ""); }));
+  auto [grown, err3] = Fill(dir + "/grown", 8 * kMiB);
+  CHECK(err3 == 0);
+  CHECK(grown == 8 * kMiB);
 
   // A plain directory copied in first cannot become a subvolume: refused under quota "true" ...
   ::mkdir((fs.dir + "/default/plain").c_str(), 0755);
