@@ -67,10 +67,15 @@ Status EveryNodeSteps::Leave(KubeApi& api, const Volume& v, const Action& a, con
                       " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
     }
   }
+  // Said before the finalizer goes: a conflict there retries, and the retry finds it moved.
+  const bool kept = a.remove_dir && a.on_delete != "delete";
+  if (kept) {
+    LogInfo("volume " + v.meta.name + ": " + done + " on node " + cfg_.node_name);
+    recorder_->Normal(pv, a.on_delete == "archive" ? reason::kVolumeArchived : reason::kVolumeRetained,
+                      "on node " + cfg_.node_name + ": " + done);
+  }
   if (Status s = api.SetVolumeFinalizers(v, Without(v, {cfg_.node_name})); !s.ok()) return Quiet(v, s);
-  LogInfo("volume " + v.meta.name + ": " + done + " on node " + cfg_.node_name);
-  if (a.remove_dir && a.on_delete != "delete") recorder_->Normal(pv, a.on_delete == "archive" ? reason::kVolumeArchived : reason::kVolumeRetained,
-                                                                 "on node " + cfg_.node_name + ": " + done);
+  if (!kept) LogInfo("volume " + v.meta.name + ": " + done + " on node " + cfg_.node_name);
   return Status::Ok();
 }
 
