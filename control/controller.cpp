@@ -5,11 +5,13 @@
 #include <cstring>
 
 #include "base/log.hpp"
+#include "control/archiving.hpp"
 #include "decide/reconcile.hpp"
 
 namespace {
 
 constexpr const char* kScanOrphans = "scan/orphans";
+constexpr const char* kScanArchives = "scan/archives";
 constexpr const char* kGoneNode = "gone/";  // + the node's name
 
 int64_t NowMs() {
@@ -34,6 +36,14 @@ bool Measured(const Config& cfg, const Volume* v) {
   if (v == nullptr || PromisedRoot(cfg, *v).empty() || v->phase != "Bound") return false;
   auto node = v->meta.annotations.find(ann::kNode);
   return !IsShared(*v) || (node != v->meta.annotations.end() && node->second == cfg.node_name);
+}
+
+// Every configured root: PV_DIR, then ALLOWED_PV_DIRS.
+std::vector<std::string> RootPaths(const Config& cfg) {
+  std::vector<std::string> paths{cfg.pv_dir};
+  for (const std::string& p : cfg.allowed_pv_dirs)
+    if (p != cfg.pv_dir) paths.push_back(p);
+  return paths;
 }
 
 }  // namespace
@@ -68,7 +78,9 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
                [this](const std::string& pv) {
                  Cloner::Finished unused;
                  return cloner_.Poll(pv, &unused) == Cloner::State::kBusy;
-               }) {
+               }),
+      archives_(roots_, RootPaths(cfg_), [this] { return may_act_(); }, &halted_) {
+  maker_.SetSpaceNote([this](const std::string& root) { return ArchivesNote(archives_.Now(root)); });
   for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
 }
 
@@ -205,6 +217,7 @@ void Controller::Resync() {
       if (v.phase != "Bound") queue_.Add("volume/" + v.meta.name);
     });
     queue_.Add(kScanOrphans);  // on a worker, alone: never beside a provision in progress
+    queue_.Add(kScanArchives);
   }
 }
 
@@ -219,6 +232,7 @@ void Controller::Work(Worker& w) {
   // The usage scan starts then too: at start-up the lists come first.
   std::call_once(first_scan_, [this] {
     queue_.Add(kScanOrphans);
+    queue_.Add(kScanArchives);
     usage_.Start();
   });
   std::string key;
@@ -242,7 +256,8 @@ Outcome Controller::Sync(Worker& w, const std::string& key) {
     return Outcome::Retry();
   }
   // Claims and volumes are checked once they are known to be ours (by their parts).
-  if ((key == kScanOrphans || key.rfind(kGoneNode, 0) == 0) && RootMoved(key)) return Outcome::Retry();
+  if ((key == kScanOrphans || key == kScanArchives || key.rfind(kGoneNode, 0) == 0) && RootMoved(key))
+    return Outcome::Retry();
   if (key == kScanOrphans) {
     std::unique_lock<std::shared_mutex> alone(fs_mu_);
     return orphans_.Run(w) ? Outcome::Done() : Outcome::Retry(w.conn.last_retry_after());
@@ -251,6 +266,10 @@ Outcome Controller::Sync(Worker& w, const std::string& key) {
     return node_cleanup_.CleanUp(w.api, key.substr(std::strlen(kGoneNode))).ok() ? Outcome::Done()
                                                                                  : Outcome::Retry(w.conn.last_retry_after());
   std::shared_lock<std::shared_mutex> shared(fs_mu_);
+  if (key == kScanArchives) {  // beside the workers: it touches nothing but the archive folders
+    archives_.Run(NowSeconds());
+    return Outcome::Done();
+  }
   if (key.rfind("claim/", 0) == 0) return SyncClaim(w, key.substr(6));
   return deleter_.Sync(w, key.substr(7));
 }

@@ -1,6 +1,7 @@
 // The controller: informers fill caches and queue keys; a worker takes a key and routes it to
 // the part that syncs it (provisioner.hpp for a claim waiting for a volume, expander.hpp for a
-// bound claim, deleter.hpp for a volume, orphan_scan.hpp, node_cleanup.hpp for a gone node),
+// bound claim, deleter.hpp for a volume, orphan_scan.hpp, archives.hpp, node_cleanup.hpp for a
+// gone node),
 // which asks the pure decisions what to do, then does it. Results come back through the
 // watches, never by re-reading. Failures requeue the key with per-key backoff; success forgets
 // its failures.
@@ -24,6 +25,7 @@
 
 #include "base/config.hpp"
 #include "base/queue.hpp"
+#include "control/archives.hpp"
 #include "control/cloner.hpp"
 #include "control/cloning.hpp"
 #include "control/deleter.hpp"
@@ -82,6 +84,7 @@ class Controller {
   ControllerStats& stats() { return stats_; }
   const CloneStats& clone_stats() const { return cloner_.stats(); }
   const UsageScanner& usage() const { return usage_; }
+  const ArchivePass& archives() const { return archives_; }
 
  private:
   // A worker thread and what only it uses.
@@ -137,4 +140,5 @@ class Controller {
   Expander expander_;
   Deleter deleter_;
   OrphanScan orphans_;
+  ArchivePass archives_;
 };

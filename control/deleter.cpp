@@ -7,6 +7,8 @@
 
 #include "base/log.hpp"
 #include "base/paths.hpp"
+#include "base/text.hpp"
+#include "control/archiving.hpp"
 #include "control/volume_dir.hpp"
 #include "decide/path_pattern.hpp"
 #include "fs/fsops.hpp"
@@ -81,7 +83,8 @@ Outcome Deleter::DropFinalizer(WorkerApi& w, const Volume& v) {
   return Outcome::Retry(w.conn.last_retry_after());
 }
 
-// Removes the directory, then drops our finalizer and deletes the PV (its uid checked).
+// Removes (or archives, or keeps: a.on_delete) the directory, then drops our finalizer and
+// deletes the PV (its uid checked).
 Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
   if (being_copied_ && being_copied_(v.meta.name)) {  // the copy wakes it when it ends
     LogInfo("volume " + v.meta.name + ": removed once the clone copying it ends");
@@ -89,6 +92,19 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
   }
   auto start = std::chrono::steady_clock::now();
   std::string path = a.root + "/" + a.dir_name;
+  if (a.on_delete != "delete" && a.on_delete != "archive" && a.on_delete != "retain")
+    return DeleteFailed(v, "annotation " + std::string(ann::kOnDelete) + "=\"" + a.on_delete +
+                               "\" is not \"archive\" or \"retain\" (or absent: delete); refusing to touch " + path +
+                               ". Set it right on the PersistentVolume");
+  if (a.on_delete == "retain") {
+    if (Outcome o = DropVolume(w, v, "directory kept"); o.retry) return o;
+    const std::string message = "the PersistentVolume is gone; its data stays in " + path + " on " +
+                                Or(cfg_.node_name, "the provisioner's host") + " (class parameter onDelete: \"retain\"): "
+                                "remove it by hand when it is no longer needed";
+    LogInfo("volume " + v.meta.name + ": " + message);
+    recorder_->Normal(InvolvedOf(v), reason::kVolumeRetained, message);
+    return Deleted(v, "kept " + path, start);
+  }
   std::string other;
   volumes_->ForEach([&](const Volume& o) {
     // A path inside this directory holds its name as a component (normalising never changes
@@ -113,7 +129,10 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
   const bool parent_gone = !parent.ok() && parent.status().code() == Status::kNotFound;
   if (!parent.ok() && !parent_gone)
     return DeleteFailed(v, "cannot open the directory above " + path + ": " + parent.status().message() + "; will retry");
-  if (Status s = parent_gone ? Status::Ok() : RemoveVolumeDir(**parent, leaf, quota, cancel_); !s.ok()) {
+  if (a.on_delete == "archive") {
+    std::optional<Outcome> failed = Archive(v, a, **root, parent_gone ? nullptr : &**parent, leaf, quota);
+    if (failed) return *failed;
+  } else if (Status s = parent_gone ? Status::Ok() : RemoveVolumeDir(**parent, leaf, quota, cancel_); !s.ok()) {
     if (s.code() == Status::kCanceled) {
       LogInfo("volume " + v.meta.name + ": stopping: " + s.message() + " for whoever acts next");
       return Outcome::Retry();
@@ -122,17 +141,46 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
     return DeleteFailed(v, "removing " + path + " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
   }
   if (a.path_pattern) roots_->RemoveEmptyParents(a.root, a.dir_name);
+  if (Outcome o = DropVolume(w, v, a.on_delete == "archive" ? "directory archived" : "directory removed"); o.retry) return o;
+  return Deleted(v, (a.on_delete == "archive" ? "archived " : "removed ") + path, start);
+}
+
+// Drops our finalizer and deletes the PV (its uid checked), once its directory is seen to.
+Outcome Deleter::DropVolume(WorkerApi& w, const Volume& v, const std::string& done) {
   if (HasFinalizer(v.meta, ann::kProvisionerFinalizer)) {
     if (Outcome o = DropFinalizer(w, v); o.retry) return o;
   }
   if (!v.meta.deleting) {
     if (Status s = w.api.DeleteVolume(v.meta.name, v.meta.uid); !s.ok()) {
       stats_->delete_failed++;
-      LogWarn("volume " + v.meta.name + ": directory removed, but " + s.message());
+      LogWarn("volume " + v.meta.name + ": " + done + ", but " + s.message());
       return Outcome::Retry(w.conn.last_retry_after());
     }
   }
-  return Deleted(v, path, start);
+  return Outcome::Done();
+}
+
+// Moves the directory (in `parent`; none when its parent is gone) into root/.archive and says
+// where (a VolumeArchived event); a directory gone already was archived by an earlier attempt
+// (a crash between the move and the PV's delete): the event names the archives of that name.
+// Nothing when done; else the outcome (told).
+std::optional<Outcome> Deleter::Archive(const Volume& v, const Action& a, const Root& root, const Root* parent,
+                                        const std::string& leaf, const QuotaId& quota) {
+  std::string note;
+  const int64_t keep_seconds = ArchiveSeconds(a.archive_for, &note);
+  const int64_t now = NowSeconds();
+  Result<std::string> moved = parent == nullptr ? Result<std::string>(Status::NotFound(a.dir_name))
+                                                : ArchiveVolumeDir(root, *parent, leaf, a.dir_name, quota, now, keep_seconds);
+  if (!moved.ok() && moved.status().code() != Status::kNotFound) {
+    const std::string hint = FixHint(moved.status());
+    return DeleteFailed(v, "archiving " + a.root + "/" + a.dir_name + " failed: " + moved.status().message() +
+                               (hint.empty() ? "" : "; " + hint) + "; nothing moved, will retry");
+  }
+  const std::string message =
+      moved.ok() ? ArchivedMessage(a.root, a.dir_name, *moved, now, keep_seconds) + note : ArchivedBefore(root, a.dir_name);
+  LogInfo("volume " + v.meta.name + ": " + message);
+  recorder_->Normal(InvolvedOf(v), reason::kVolumeArchived, message);
+  return std::nullopt;
 }
 
 Outcome Deleter::DeleteFailed(const Volume& v, const std::string& message) {
@@ -142,14 +190,13 @@ Outcome Deleter::DeleteFailed(const Volume& v, const std::string& message) {
   return Outcome::Retry();
 }
 
-Outcome Deleter::Deleted(const Volume& v, const std::string& path, std::chrono::steady_clock::time_point start) {
+Outcome Deleter::Deleted(const Volume& v, const std::string& done, std::chrono::steady_clock::time_point start) {
   deleted_.Insert(v.meta.name);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats_->deleted++;
   stats_->delete_seconds.Observe(secs);
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.1f ms", secs * 1000);
-  LogInfo("deleted volume " + v.meta.name + " of " + v.claim_ref.namespace_ + "/" + v.claim_ref.name + " and " + path +
-          " (" + ms + ")");
+  LogInfo("deleted volume " + v.meta.name + " of " + v.claim_ref.namespace_ + "/" + v.claim_ref.name + " (" + done + ", " + ms + ")");
   return Outcome::Done();
 }

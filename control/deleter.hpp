@@ -1,6 +1,7 @@
 // The key of a volume: what DecideVolume asks of it, done. Mostly its removal: a released
-// volume of ours loses its directory (with the limit it was made under), then our finalizer,
-// then its PV (its uid checked). Also the other steps of a volume: a finalizer dropped, a
+// volume of ours loses its directory (with the limit it was made under; or, as its class's
+// onDelete says, the directory is moved to its root's archive folder without a limit, or kept
+// where it is), then our finalizer, then its PV (its uid checked). Also the other steps of a volume: a finalizer dropped, a
 // volume on every node joined or left by this node (every_node.hpp), the finalizers of gone
 // nodes pruned, a shared volume taken over from a gone node (shared.hpp), a released volume on
 // every node deleted as an object. One instance is shared by every worker.
@@ -8,9 +9,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "base/config.hpp"
+#include "control/archiving.hpp"
 #include "control/every_node.hpp"
 #include "control/shared.hpp"
 #include "control/sync.hpp"
@@ -41,8 +44,11 @@ class Deleter {
  private:
   Outcome DropFinalizer(WorkerApi& w, const Volume& v);
   Outcome Delete(WorkerApi& w, const Volume& v, const Action& a);
+  Outcome DropVolume(WorkerApi& w, const Volume& v, const std::string& done);
+  std::optional<Outcome> Archive(const Volume& v, const Action& a, const Root& root, const Root* parent,
+                                 const std::string& leaf, const QuotaId& quota);
   Outcome DeleteFailed(const Volume& v, const std::string& message);
-  Outcome Deleted(const Volume& v, const std::string& path, std::chrono::steady_clock::time_point start);
+  Outcome Deleted(const Volume& v, const std::string& done, std::chrono::steady_clock::time_point start);
 
   const Config& cfg_;
   const Informer<Volume>* volumes_;

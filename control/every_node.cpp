@@ -2,6 +2,7 @@
 #include "control/every_node.hpp"
 
 #include "base/log.hpp"
+#include "control/archiving.hpp"
 #include "fs/fsops.hpp"
 
 namespace {
@@ -44,20 +45,61 @@ Status EveryNodeSteps::Join(KubeApi& api, const Volume& v, const Action& a, cons
 
 Status EveryNodeSteps::Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
   const std::string path = a.root + "/" + a.dir_name;
+  std::string done = "kept " + path + " (reclaim policy " + v.reclaim_policy + ")";
   if (a.remove_dir) {
-    Status s = Dir(a, false, [&](const Root& root, const std::string& leaf) { return root.RemoveTree(leaf); });
-    if (s.ok() && a.path_pattern) roots_->RemoveEmptyParents(a.root, a.dir_name);
+    if (a.on_delete != "delete" && a.on_delete != "archive" && a.on_delete != "retain")
+      return Told(pv, reason::kVolumeFailedDelete,
+                  "annotation " + std::string(ann::kOnDelete) + "=\"" + a.on_delete + "\" is not \"archive\" or \"retain\" "
+                  "(or absent: delete); refusing to touch " + path + " on node " + cfg_.node_name);
+    Status s;
+    if (a.on_delete == "delete") {
+      s = Dir(a, false, [&](const Root& root, const std::string& leaf) { return root.RemoveTree(leaf); });
+      done = "removed " + path;
+    } else if (a.on_delete == "archive") {
+      s = Archive(a, &done);
+    } else {
+      done = "kept " + path + " (class parameter onDelete: \"retain\"): remove it by hand when it is no longer needed";
+    }
+    if (s.ok() && a.path_pattern && a.on_delete != "retain") roots_->RemoveEmptyParents(a.root, a.dir_name);
     if (!s.ok()) {
       const std::string hint = FixHint(s);
       return Told(pv, reason::kVolumeFailedDelete,
-                  "removing " + path + " on node " + cfg_.node_name + " failed: " + s.message() +
-                      (hint.empty() ? "" : "; " + hint) + "; will retry");
+                  (a.on_delete == "archive" ? "archiving " : "removing ") + path + " on node " + cfg_.node_name +
+                      " failed: " + s.message() + (hint.empty() ? "" : "; " + hint) + "; will retry");
     }
   }
+  // Said before the finalizer goes: a conflict there retries, and the retry finds it moved.
+  const bool kept = a.remove_dir && a.on_delete != "delete";
+  if (kept) {
+    LogInfo("volume " + v.meta.name + ": " + done + " on node " + cfg_.node_name);
+    recorder_->Normal(pv, a.on_delete == "archive" ? reason::kVolumeArchived : reason::kVolumeRetained,
+                      "on node " + cfg_.node_name + ": " + done);
+  }
   if (Status s = api.SetVolumeFinalizers(v, Without(v, {cfg_.node_name})); !s.ok()) return Quiet(v, s);
-  LogInfo("volume " + v.meta.name + ": " + (a.remove_dir ? "removed " + path : "kept " + path + " (reclaim policy " +
-                                                                                v.reclaim_policy + ")") +
-          " on node " + cfg_.node_name);
+  if (!kept) LogInfo("volume " + v.meta.name + ": " + done + " on node " + cfg_.node_name);
+  return Status::Ok();
+}
+
+// Moves a.dir_name here into its root's archive folder (archiving.hpp); *done says where it
+// went, or where an earlier attempt put it. A volume on every node has no limit (no quota).
+Status EveryNodeSteps::Archive(const Action& a, std::string* done) {
+  std::string note;
+  const int64_t keep_seconds = ArchiveSeconds(a.archive_for, &note);
+  const int64_t now = NowSeconds();
+  Result<std::string> moved = Status::NotFound(a.dir_name);
+  Status s = Dir(a, false, [&](const Root& parent, const std::string& leaf) {
+    Result<Roots::Ref> root = roots_->Get(a.root);
+    if (!root.ok()) return root.status();
+    moved = ArchiveVolumeDir(**root, parent, leaf, a.dir_name, QuotaId{}, now, keep_seconds);
+    return moved.ok() || moved.status().code() == Status::kNotFound ? Status::Ok() : moved.status();
+  });
+  if (!s.ok()) return s;
+  if (moved.ok()) {
+    *done = ArchivedMessage(a.root, a.dir_name, *moved, now, keep_seconds) + note;
+  } else {
+    Result<Roots::Ref> root = roots_->Get(a.root);
+    *done = root.ok() ? ArchivedBefore(**root, a.dir_name) : a.root + "/" + a.dir_name + " was already gone";
+  }
   return Status::Ok();
 }
 

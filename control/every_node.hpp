@@ -26,8 +26,9 @@ class EveryNodeSteps {
   // gone); an error (logged, and an event on `pv` when the user can act) means retry later.
   Status Join(KubeApi& api, const Volume& v, const Action& a, const Involved& pv);
 
-  // Removes a.dir_name here if a.remove_dir (the policy is Delete), then this node's
-  // finalizer. Ok when done (or the PV is gone); an error (logged, and an event on `pv` when
+  // If a.remove_dir (the policy is Delete): removes a.dir_name here, or moves it into its
+  // root's archive folder, or keeps it, as a.on_delete says (a VolumeArchived or VolumeRetained
+  // event saying where it is); then drops this node's finalizer. Ok when done (or the PV is gone); an error (logged, and an event on `pv` when
   // the user can act) means retry later.
   Status Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv);
 
@@ -41,6 +42,7 @@ class EveryNodeSteps {
   Status PruneGone(KubeApi& api, const Volume& v, const Involved& pv, bool* others_left);
 
  private:
+  Status Archive(const Action& a, std::string* done);
   Status Dir(const Action& a, bool create, const std::function<Status(const Root&, const std::string&)>& step);
   Status Told(const Involved& pv, const char* reason, const std::string& message);
 

@@ -30,7 +30,8 @@ std::optional<Outcome> VolumeMaker::Prepare(WorkerApi& w, const Claim& claim, co
         !shortfall.empty()) {
       space_waiters_->Insert(KeyOf(claim.meta));
       return Failed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall + "; " +
-                                  SpaceAdvice(false, a.overcommit, a.volume.storage_class_name),
+                                  SpaceAdvice(false, a.overcommit, a.volume.storage_class_name) +
+                                  (space_note_ ? space_note_(a.root) : ""),
                     a.source.claim.empty());
     }
   }

@@ -4,6 +4,7 @@
 // the clones' part; one instance is shared by every worker.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -40,6 +41,10 @@ class VolumeMaker {
   // a pathPattern directory this node reattached) is done, saying that the directory here was
   // not attached. A reattached directory is told (Reattached, with made.found). On a failure
   // the space reserved goes and the claim is told. Thread-safe.
+  // What a root's archive folder holds, for the message of a claim that does not fit ("" when
+  // nothing; archives.hpp's ArchivesNote). Set before the first Prepare; by default nothing.
+  void SetSpaceNote(std::function<std::string(const std::string& root)> note) { space_note_ = std::move(note); }
+
   Outcome Create(WorkerApi& w, const Claim& claim, const Action& a, const Root& root, const MadeDir& made,
                  std::chrono::steady_clock::time_point start, const std::string& clone_method);
 
@@ -67,4 +72,5 @@ class VolumeMaker {
   NameSet* space_waiters_;
   EventRecorder* recorder_;
   ControllerStats* stats_;
+  std::function<std::string(const std::string& root)> space_note_;
 };

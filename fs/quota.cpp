@@ -145,6 +145,17 @@ Status QuotaLimits::ClearLimit(const QuotaId& q, const std::string& name) const 
   return Posix("clear the qgroup limit that the snapshot " + name + " inherited", "", e);
 }
 
+Status QuotaLimits::Unlimit(const QuotaId& q, const std::string& name) const {
+  if (q.method == QuotaMethod::kProject) return Release(q);
+  if (q.method != QuotaMethod::kBtrfs) return Status::Ok();
+  for (uint64_t group : {q.id, btrfs_qgroup::Level1(q.id)}) {
+    int e = btrfs_qgroup::Limit(root_.fd(), group, btrfs_qgroup::kNoLimit);
+    if (e != 0 && e != ENOTCONN && !(e == ENOENT && group != q.id))  // no 1/ID: the limit was on 0/ID
+      return Posix("clear the qgroup limit of", name, e);
+  }
+  return Status::Ok();
+}
+
 Status QuotaLimits::HoldNested(const QuotaId& q, const std::string& name, std::vector<btrfs_qgroup::Nested>* added) const {
   added->clear();
   if (q.method != QuotaMethod::kBtrfs) return Status::Ok();

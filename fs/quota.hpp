@@ -96,6 +96,13 @@ class QuotaLimits {
   // limit set as SetLimit does, after a 1/ID left by that one is destroyed.
   Status LimitNew(const QuotaId& q, const std::string& name, uint64_t bytes) const;
 
+  // A volume being archived (its directory kept, its size no longer held): the limits of `q`
+  // are cleared, the ID kept. Project: its limits (its files stay charged to it, so that
+  // AssignProject never hands the ID out while they exist). btrfs: the limits of 0/ID and, if
+  // there is one, 1/ID (the qgroups stay, and go when the archive is removed: Release).
+  // Idempotent; ok when quotas are off.
+  Status Unlimit(const QuotaId& q, const std::string& name) const;
+
   // A btrfs snapshot made for a volume whose size is not enforced: the limit btrfs copied from
   // its source is cleared. Ok when quotas are off (nothing to clear).
   Status ClearLimit(const QuotaId& q, const std::string& name) const;

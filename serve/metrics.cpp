@@ -5,6 +5,7 @@
 #include <sstream>
 #include <vector>
 
+#include "control/archives.hpp"
 #include "control/controller.hpp"
 #include "control/usage.hpp"
 #include "fs/fsops.hpp"
@@ -100,6 +101,20 @@ void Usage(std::ostringstream& o, const UsageScanner& scanner) {
   }
 }
 
+// Each root's archives (onDelete: "archive"), as the last archive pass found them: how many,
+// and the space they take (those measured; an archive is measured once, on the pass after it is
+// made). Roots without archives are left out.
+void Archives(std::ostringstream& o, const std::vector<ArchiveFigures>& roots) {
+  if (roots.empty()) return;
+  const char* p = "hostpath_provisioner_";
+  o << "# HELP " << p << "archives Archived volume directories in each root's .archive folder, at the last archive pass.\n"
+    << "# TYPE " << p << "archives gauge\n";
+  for (const ArchiveFigures& f : roots) o << p << "archives{root=\"" << Label(f.root) << "\"} " << f.count << "\n";
+  o << "# HELP " << p << "archive_bytes Space taken by the archives in each root's .archive folder, as du counts it "
+       "(archives not measured yet left out).\n# TYPE " << p << "archive_bytes gauge\n";
+  for (const ArchiveFigures& f : roots) o << p << "archive_bytes{root=\"" << Label(f.root) << "\"} " << f.bytes << "\n";
+}
+
 }  // namespace
 
 std::string MetricsText(Controller& controller, RequestCounter& requests, const Roots& roots) {
@@ -149,6 +164,7 @@ std::string MetricsText(Controller& controller, RequestCounter& requests, const 
     o << "# HELP " << p << "root_total_bytes Size of the filesystem of each volume root.\n# TYPE " << p
       << "root_total_bytes gauge\n" << total.str();
   }
+  Archives(o, controller.archives().Snapshot());
   if (controller.usage().enabled()) Usage(o, controller.usage());
   return o.str();
 }

@@ -23,7 +23,8 @@ class RequestCounter {
 
 // Every metric, in the text exposition format (version 0.0.4): provisions, deletions, clones
 // and their durations, the work queue's depth, watch restarts, API requests, each opened
-// root's free and total bytes (a root whose space cannot be read is left out), and the usage
+// root's free and total bytes (a root whose space cannot be read is left out), each root's
+// archives and the bytes they hold (archives.hpp; roots with none left out), and the usage
 // scan's figures when it is on. main calls it from the endpoint's worker threads, while the
 // controller runs.
 std::string MetricsText(Controller& controller, RequestCounter& requests, const Roots& roots);

@@ -122,7 +122,16 @@ TEST_CASE("pathPattern, nodes: all: each node's directory is ns/name, one filled
   n.Claim("conf", "everywhere");
   REQUIRE(n.WaitBound("conf"));
   const std::string pv = n.VolumeOf("conf");
-  REQUIRE(Eventually([&] { return Exists(n.Root("n1") + "/default/conf") && Exists(n.Root("n2") + "/default/conf"); }));
+  // Each node holds it once its directory there is made (or found): its finalizer says so.
+  auto held_by = [&](const std::string& node) {
+    const picojson::value f = n.api->Volume(pv).get("metadata").get("finalizers");
+    if (!f.is<picojson::array>()) return false;
+    for (const auto& x : f.get<picojson::array>())
+      if (x.to_str() == node + "/hostpath-provisioner.io") return true;
+    return false;
+  };
+  REQUIRE(Eventually([&] { return held_by("n1") && held_by("n2"); }));
+  CHECK(Exists(n.Root("n1") + "/default/conf"));
   CHECK(n.api->Volume(pv).get("spec").get("hostPath").get("path").to_str() == n.SharedRoot() + "/default/conf");
   CHECK(ReadFile(n.Root("n2") + "/default/conf/settings") == "from before\n");
 

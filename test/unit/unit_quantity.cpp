@@ -407,3 +407,39 @@ TEST_CASE("QuantityToBytes: the bytes Kubernetes' Value() gives, or a clear refu
     if (!got.ok()) CHECK(got.status().message().find(std::string("\"") + text + "\"") != std::string::npos);
   }
 }
+
+TEST_CASE("DurationSeconds: Go durations in whole seconds, or a clear refusal", "[quantity][duration]") {
+  struct Row {
+    const char* text;
+    int64_t seconds;
+  } rows[] = {{"0", 0},           {"0s", 0},          {"90s", 90},     {"2s", 2},
+              {"1m", 60},         {"1h30m", 5400},    {"168h", 604800}, {"1h0m1s", 3601},
+              {"30m30m", 3600},   {"876000h", 876000LL * 3600}};
+  for (const Row& r : rows) {
+    INFO("input \"" << r.text << "\"");
+    Result<int64_t> got = DurationSeconds(r.text);
+    REQUIRE(got.ok());
+    CHECK(*got == r.seconds);
+  }
+  struct Bad {
+    const char* text;
+    const char* says;
+  } bad[] = {{"", "empty"},
+             {"7d", "unit \"d\" is not h, m or s"},
+             {"10", "a unit (h, m or s) must follow 10"},
+             {"h", "a number must come before each unit"},
+             {"-1h", "a number must come before each unit"},
+             {"+1h", "a number must come before each unit"},
+             {"1.5h", "unit \".\" is not h, m or s"},
+             {"500ms", "units smaller than a second"},
+             {"1h ", "a number must come before each unit"},
+             {"900000h", "more than 100 years"},
+             {"99999999999999999999s", "more than 100 years"}};
+  for (const Bad& b : bad) {
+    INFO("input \"" << b.text << "\"");
+    Result<int64_t> got = DurationSeconds(b.text);
+    REQUIRE_FALSE(got.ok());
+    CHECK_THAT(got.status().message(), Catch::Contains(std::string("\"") + b.text + "\" is not a duration"));
+    CHECK_THAT(got.status().message(), Catch::Contains(b.says));
+  }
+}

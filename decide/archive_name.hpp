@@ -1,0 +1,41 @@
+// The name a released volume's directory gets in its root's archive folder (class parameter
+// onDelete: "archive"), which carries everything needed to expire it: any instance, even after
+// a restart and with the class gone, reads from the name alone when to remove it.
+//   <dir>--<archived>--until-<expires>[--<n>]   or   <dir>--<archived>--keep[--<n>]
+// <dir> is the volume's directory inside its root with '/' made '_' (no DNS name holds '_', so
+// "ns/name" stays told apart from another volume's "ns-name"), cut so that the whole name fits
+// in 255 bytes; times are UTC, "20261127T181500Z"; <n> (2, 3, ...) tells apart two archives of
+// one directory made in the same second. Pure; thread-safe.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+// Names longer than this are refused by Linux filesystems (NAME_MAX).
+constexpr size_t kArchiveNameMax = 255;
+
+// What an archive's name says.
+struct ArchiveNameParts {
+  std::string dir;          // the directory part ('/' made '_', possibly cut)
+  int64_t archived_at = 0;  // seconds since the epoch (UTC)
+  bool keep = false;        // kept for ever ("--keep")
+  int64_t expires_at = 0;   // !keep: seconds since the epoch when it may be removed
+};
+
+// "20261127T181500Z" for `seconds` since the epoch; "" for a time before 1970 or after 9999.
+std::string ArchiveTime(int64_t seconds);
+
+// The name for volume directory `dir_name` ("ns-claim-pvc-<uid>", or a pathPattern's "ns/name")
+// archived at `now`, kept `keep_seconds` (0: for ever), the `counter`-th try of that second (1:
+// no suffix). Never longer than kArchiveNameMax: the directory part is cut, the times kept.
+std::string ArchiveName(const std::string& dir_name, int64_t now, int64_t keep_seconds, int counter = 1);
+
+// The start every archive of `dir_name` has (its directory part and "--"), for finding them.
+std::string ArchivePrefix(const std::string& dir_name);
+
+// The parts of an archive's name; nothing for a name not made by ArchiveName (the archive
+// folder may hold what someone put there by hand).
+std::optional<ArchiveNameParts> ParseArchiveName(const std::string& name);
+
+// May the archive be removed at `now`? Once its time has come; never when kept for ever.
+bool ArchiveExpired(const ArchiveNameParts& parts, int64_t now);
