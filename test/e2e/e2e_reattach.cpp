@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <memory>
 
 #include "test/support/nodes_harness.hpp"
@@ -33,10 +34,10 @@ struct Cluster {
   std::string pv_dir = tmp.path() + "/pv";
   std::unique_ptr<FakeApi> api = std::make_unique<FakeApi>(tmp.path() + "/api");
   std::unique_ptr<Provisioner> prov;
-  explicit Cluster(const std::string& class_yaml) {
+  explicit Cluster(const std::string& class_yaml, std::map<std::string, std::string> env = {}) {
     ::mkdir(pv_dir.c_str(), 0755);
     api->CreateYaml(class_yaml);
-    prov = std::make_unique<Provisioner>(*api, pv_dir);
+    prov = std::make_unique<Provisioner>(*api, pv_dir, env);
   }
   picojson::value ClaimJson(const std::string& name) { return api->Claim("default", name); }
   std::string VolumeOf(const std::string& claim) {
@@ -139,6 +140,33 @@ TEST_CASE("pathPattern: a rebuilt cluster that applies the same manifests gets i
   for (const auto& e : api.EventsAbout("default", "db"))
     told = told || (e.get("reason").to_str() == "Reattached" && e.get("message").to_str().find("/default/db") != std::string::npos);
   CHECK(told);
+}
+
+TEST_CASE("pathPattern, onDelete archive: an archive expires while a claim of the same name reattaches a copy of it", "[e2e][pattern][archive]") {
+  Cluster c(ClassYaml("keep", "Delete", "hostpath-provisioner.io/hostpath",
+                      std::string(kPattern) + "  onDelete: archive\n  archiveFor: 3s\n"),
+            {{"RESYNC_PERIOD", "1"}});
+  c.api->CreateYaml(ClaimYaml("default", "data", "keep", "64Mi"));
+  REQUIRE(c.WaitBound("data"));
+  const std::string old_pv = c.VolumeOf("data");
+  WriteFile(c.pv_dir + "/default/data/hello.txt", "v1\n");
+  REQUIRE(c.api->Delete(Claims("default") + "data").code == 200);
+  REQUIRE(Eventually([&] { return !c.api->Volume(old_pv).is<picojson::object>(); }));
+  const std::vector<std::string> archived = ListDir(c.pv_dir + "/.archive");
+  REQUIRE(archived.size() == 1);
+  CHECK(archived[0].rfind("default_data--", 0) == 0);
+  CHECK_FALSE(Exists(c.pv_dir + "/default"));  // its parent went with it, empty
+
+  // The user copies it back and makes the claim again, while the archive's time runs out.
+  const std::string archive = c.pv_dir + "/.archive/" + archived[0];
+  REQUIRE(std::system(("mkdir -p " + c.pv_dir + "/default && cp -a " + archive + " " + c.pv_dir + "/default/data").c_str()) == 0);
+  c.api->CreateYaml(ClaimYaml("default", "data", "keep", "64Mi"));
+  REQUIRE(c.WaitBound("data"));
+  CHECK(c.WaitEvent("data", "Reattached", c.pv_dir + "/default/data"));
+  REQUIRE(Eventually([&] { return !Exists(archive); }));
+  CHECK(ReadFile(c.pv_dir + "/default/data/hello.txt") == "v1\n");
+  CHECK(Phase(c.ClaimJson("data")) == "Bound");
+  CHECK(ListDir(c.pv_dir + "/.archive").empty());
 }
 
 TEST_CASE("pathPattern: a directory filled before the claim exists is the claim's, with the class's owner and mode", "[e2e][pattern]") {
