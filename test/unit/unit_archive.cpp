@@ -11,6 +11,7 @@
 #include "decide/archive_name.hpp"
 #include "decide/reconcile.hpp"
 #include "fs/archive_dir.hpp"
+#include "test/support/decisions_fixture.hpp"
 #include "test/support/harness.hpp"
 
 namespace {
@@ -89,38 +90,6 @@ TEST_CASE("an archive expires once its time has come, never when kept for ever",
   CHECK_FALSE(ArchiveExpired(ever, kNov27 + 100LL * 366 * 24 * 3600));
 }
 
-namespace {
-
-StorageClass ArchiveClass(std::map<std::string, std::string> params) {
-  StorageClass sc;
-  sc.meta.name = "hostpath";
-  sc.provisioner = kDefaultProvisionerName;
-  sc.parameters = std::move(params);
-  return sc;
-}
-
-Claim OurClaim() {
-  Claim c;
-  c.meta.name = "data";
-  c.meta.namespace_ = "default";
-  c.meta.uid = "1b2c3d4e-0000-4000-8000-000000000001";
-  c.meta.annotations[ann::kStorageProvisioner] = kDefaultProvisionerName;
-  c.has_storage_class_name = true;
-  c.storage_class_name = "hostpath";
-  c.access_modes = {"ReadWriteOnce"};
-  c.storage_request = "1Gi";
-  c.phase = "Pending";
-  return c;
-}
-
-Config TestConfig() {
-  Config c;
-  c.pv_dir = "/var/kubernetes";
-  return c;
-}
-
-}  // namespace
-
 TEST_CASE("onDelete and archiveFor: bad values are refused, saying what is allowed", "[archive][reconcile]") {
   struct Row {
     const char* name;
@@ -136,7 +105,7 @@ TEST_CASE("onDelete and archiveFor: bad values are refused, saying what is allow
   };
   for (const Row& r : rows) {
     INFO(r.name);
-    StorageClass sc = ArchiveClass(r.params);
+    StorageClass sc = OurClass("Immediate", r.params);
     Action a = DecideClaim(TestConfig(), OurClaim(), &sc, nullptr);
     REQUIRE(a.kind == Action::kFail);
     CHECK_THAT(a.message, Catch::Contains(r.says));
@@ -155,7 +124,7 @@ TEST_CASE("the PV carries onDelete and archiveFor, and its deletion reads them b
               {{{"onDelete", "archive"}, {"archiveFor", "1h30m"}}, "archive", "1h30m"}};
   for (const Row& r : rows) {
     INFO(r.on_delete << " " << r.archive_for);
-    StorageClass sc = ArchiveClass(r.params);
+    StorageClass sc = OurClass("Immediate", r.params);
     Action made = DecideClaim(TestConfig(), OurClaim(), &sc, nullptr);
     REQUIRE(made.kind == Action::kProvision);
     Volume v = made.volume;

@@ -3,26 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "decide/clone.hpp"
+#include "test/support/decisions_fixture.hpp"
 
 namespace {
 
 constexpr const char* kSourceUid = "5a5a5a5a-0000-4000-8000-000000000001";
 constexpr const char* kCloneUid = "c1c1c1c1-0000-4000-8000-000000000002";
-
-Config TestConfig(const std::string& node = "") {
-  Config c;
-  c.pv_dir = "/var/kubernetes";
-  c.node_name = node;
-  return c;
-}
-
-StorageClass OurClass(const std::string& binding = "Immediate") {
-  StorageClass sc;
-  sc.meta.name = "hostpath";
-  sc.provisioner = kDefaultProvisionerName;
-  sc.volume_binding_mode = binding;
-  return sc;
-}
 
 Claim CloneClaim(const std::string& size = "1Gi") {
   Claim c;

@@ -3,17 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include "decide/expansion.hpp"
+#include "test/support/decisions_fixture.hpp"
 
 namespace {
 
 const char* kUid = "1b2c3d4e-0000-4000-8000-000000000001";
-
-Config TestConfig(const std::string& node = "") {
-  Config c;
-  c.pv_dir = "/var/kubernetes";
-  c.node_name = node;
-  return c;
-}
 
 Claim BoundClaim(const std::string& request, const std::string& capacity) {
   Claim c;

@@ -4,34 +4,16 @@
 
 #include "decide/path_pattern.hpp"
 #include "decide/reconcile.hpp"
+#include "test/support/decisions_fixture.hpp"
 
 namespace {
 
-Config TestConfig() {
-  Config c;
-  c.pv_dir = "/var/kubernetes";
-  return c;
-}
+StorageClass PatternClass(const std::string& pattern) { return OurClass("Immediate", {{"pathPattern", pattern}}); }
 
-StorageClass PatternClass(const std::string& pattern) {
-  StorageClass sc;
-  sc.meta.name = "keep";
-  sc.provisioner = kDefaultProvisionerName;
-  sc.parameters["pathPattern"] = pattern;
-  return sc;
-}
-
-Claim OurClaim(const std::string& name = "data") {
-  Claim c;
-  c.meta.name = name;
+// default/data in the namespace "shop".
+Claim ShopClaim() {
+  Claim c = OurClaim();
   c.meta.namespace_ = "shop";
-  c.meta.uid = "1b2c3d4e-0000-4000-8000-000000000001";
-  c.meta.annotations[ann::kStorageProvisioner] = kDefaultProvisionerName;
-  c.has_storage_class_name = true;
-  c.storage_class_name = "keep";
-  c.access_modes = {"ReadWriteOnce"};
-  c.storage_request = "1Gi";
-  c.phase = "Pending";
   return c;
 }
 
@@ -59,7 +41,7 @@ TEST_CASE("pathPattern: the patterns a class may hold", "[path_pattern]") {
 }
 
 TEST_CASE("pathPattern: a claim's directory from its namespace, name and labels", "[path_pattern]") {
-  Claim c = OurClaim();
+  Claim c = ShopClaim();
   c.meta.labels["app"] = "db";
   CHECK(*ExpandPathPattern("${.PVC.namespace}/${.PVC.name}", c) == "shop/data");
   CHECK(*ExpandPathPattern("x/${.PVC.labels.app}-${.PVC.name}", c) == "x/db-data");
@@ -90,7 +72,7 @@ TEST_CASE("pathPattern: the paths a PV may record", "[path_pattern]") {
 TEST_CASE("pathPattern: the PV records its directory, and deletion uses only that, checked", "[path_pattern]") {
   Config cfg = TestConfig();
   StorageClass sc = PatternClass("${.PVC.namespace}/${.PVC.name}");
-  Claim claim = OurClaim();
+  Claim claim = ShopClaim();
   Action a = DecideClaim(cfg, claim, &sc, nullptr);
   REQUIRE(a.kind == Action::kProvision);
   CHECK(a.dir_name == "shop/data");
@@ -126,14 +108,14 @@ TEST_CASE("pathPattern: the PV records its directory, and deletion uses only tha
 TEST_CASE("pathPattern: a claim whose labels break the rules gets a reason, and no retry", "[path_pattern]") {
   Config cfg = TestConfig();
   StorageClass sc = PatternClass("${.PVC.namespace}/${.PVC.labels.app}");
-  Claim claim = OurClaim();
+  Claim claim = ShopClaim();
   claim.meta.labels["app"] = "My_App";
   Action a = DecideClaim(cfg, claim, &sc, nullptr);
   REQUIRE(a.kind == Action::kFail);
   CHECK(a.message.find("label app=\"My_App\"") != std::string::npos);
   CHECK_FALSE(a.retry);
   sc.parameters["pathPattern"] = "../${.PVC.name}";
-  a = DecideClaim(cfg, OurClaim(), &sc, nullptr);
+  a = DecideClaim(cfg, ShopClaim(), &sc, nullptr);
   REQUIRE(a.kind == Action::kFail);
   CHECK(a.message.find("parameter pathPattern") != std::string::npos);
 }
@@ -143,7 +125,7 @@ TEST_CASE("pathPattern, node-aware: the node that may have the directory acts fo
   cfg.node_name = "n2";
   StorageClass sc = PatternClass("${.PVC.namespace}/${.PVC.name}");
   sc.volume_binding_mode = "WaitForFirstConsumer";
-  Claim claim = OurClaim();
+  Claim claim = ShopClaim();
   REQUIRE(ClaimMayNeedVolume(cfg, claim, &sc));
   // Before the scheduler picks: only if this node has the directory; the PV pins it here. The
   // PV controller has not annotated such a claim for a provisioner yet: its class says whose.
@@ -202,7 +184,7 @@ TEST_CASE("class parameters onDelete and archiveFor", "[path_pattern][archive]")
   sc.parameters["onDelete"] = "archive";
   REQUIRE(ParseClassParameters(cfg, sc, &p) == "");
   CHECK(p.archive_for == "0");  // kept for ever unless the class says
-  Action a = DecideClaim(cfg, OurClaim(), &sc, nullptr);
+  Action a = DecideClaim(cfg, ShopClaim(), &sc, nullptr);
   REQUIRE(a.kind == Action::kProvision);
   CHECK(a.volume.meta.annotations.at(ann::kOnDelete) == "archive");
   CHECK(a.volume.meta.annotations.at(ann::kArchiveFor) == "0");

@@ -2,35 +2,9 @@
 #include <catch2/catch.hpp>
 
 #include "decide/reconcile.hpp"
+#include "test/support/decisions_fixture.hpp"
 
 namespace {
-
-Config TestConfig() {
-  Config c;
-  c.pv_dir = "/var/kubernetes";
-  return c;
-}
-
-StorageClass OurClass() {
-  StorageClass sc;
-  sc.meta.name = "hostpath";
-  sc.provisioner = kDefaultProvisionerName;
-  return sc;
-}
-
-Claim OurClaim() {
-  Claim c;
-  c.meta.name = "data";
-  c.meta.namespace_ = "default";
-  c.meta.uid = "1b2c3d4e-0000-4000-8000-000000000001";
-  c.meta.annotations[ann::kStorageProvisioner] = kDefaultProvisionerName;
-  c.has_storage_class_name = true;
-  c.storage_class_name = "hostpath";
-  c.access_modes = {"ReadWriteOnce"};
-  c.storage_request = "1Gi";
-  c.phase = "Pending";
-  return c;
-}
 
 }  // namespace
 

@@ -19,6 +19,7 @@
 
 #include "control/usage.hpp"
 #include "decide/reconcile.hpp"
+#include "test/support/decisions_fixture.hpp"
 
 namespace {
 
@@ -100,12 +101,6 @@ UsageCount WalkAll(const Root& root, size_t batch = 1000, int* steps = nullptr) 
   while (!w->Step(batch)) ++n;
   if (steps) *steps = n + 1;
   return w->count();
-}
-
-Config TestConfig() {
-  Config c;
-  c.pv_dir = "/var/kubernetes";
-  return c;
 }
 
 // A bound volume of ours, as the cache holds it.
