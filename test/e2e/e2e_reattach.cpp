@@ -140,6 +140,10 @@ TEST_CASE("pathPattern: a rebuilt cluster that applies the same manifests gets i
   for (const auto& e : api.EventsAbout("default", "db"))
     told = told || (e.get("reason").to_str() == "Reattached" && e.get("message").to_str().find("/default/db") != std::string::npos);
   CHECK(told);
+  // Reattached, it is removed with its claim as its class says (onDelete: delete).
+  REQUIRE(api.Delete(Claims("default") + "db").code == 200);
+  REQUIRE(Eventually([&] { return !api.Volume(pv).is<picojson::object>(); }));
+  CHECK_FALSE(Exists(c.pv_dir + "/default/db"));
 }
 
 TEST_CASE("pathPattern, onDelete archive: an archive expires while a claim of the same name reattaches a copy of it", "[e2e][pattern][archive]") {
@@ -167,6 +171,24 @@ TEST_CASE("pathPattern, onDelete archive: an archive expires while a claim of th
   CHECK(ReadFile(c.pv_dir + "/default/data/hello.txt") == "v1\n");
   CHECK(Phase(c.ClaimJson("data")) == "Bound");
   CHECK(ListDir(c.pv_dir + "/.archive").empty());
+}
+
+TEST_CASE("pathPattern, onDelete archive: a reattached directory is archived with its claim, files and all", "[e2e][pattern][archive]") {
+  Cluster c(ClassYaml("keep", "Delete", "hostpath-provisioner.io/hostpath",
+                      std::string(kPattern) + "  onDelete: archive\n  archiveFor: \"0\"\n"));
+  ::mkdir((c.pv_dir + "/default").c_str(), 0755);
+  ::mkdir((c.pv_dir + "/default/data").c_str(), 0755);
+  WriteFile(c.pv_dir + "/default/data/hello.txt", "v1\n");
+  c.api->CreateYaml(ClaimYaml("default", "data", "keep", "64Mi"));
+  REQUIRE(c.WaitBound("data"));
+  const std::string pv = c.VolumeOf("data");
+  REQUIRE(c.api->Delete(Claims("default") + "data").code == 200);
+  REQUIRE(Eventually([&] { return !c.api->Volume(pv).is<picojson::object>(); }));
+  const std::vector<std::string> archived = ListDir(c.pv_dir + "/.archive");
+  REQUIRE(archived.size() == 1);
+  CHECK(archived[0].rfind("default_data--", 0) == 0);
+  CHECK(ReadFile(c.pv_dir + "/.archive/" + archived[0] + "/hello.txt") == "v1\n");
+  CHECK_FALSE(Exists(c.pv_dir + "/default"));
 }
 
 TEST_CASE("pathPattern: a directory filled before the claim exists is the claim's, with the class's owner and mode", "[e2e][pattern]") {
