@@ -8,9 +8,12 @@
 //  - section_usage_scan: the usage scan's CPU, and bursts while it runs;
 //  - section_idle: start-up with 10 000 bound claims and PVs, idle, the binary's size;
 //  - section_quota: enforced sizes (btrfs qgroups, root only);
-//  - section_clones: clones by each method, and bursts while a copy runs.
-// Usage: build/bench [--only SECTION[,SECTION...]]
-//   SECTION: bursts, node-aware, usage-scan, startup, quota, clones; without --only every section.
+//  - section_clones: clones by each method, and bursts while a copy runs;
+//  - section_node_scale (only when asked): N node-aware instances on one fake against one
+//    single-node instance, N = 24 and 100 (issue 46).
+// Usage: build/bench [--only SECTION[,SECTION...]] [--nodes N[,N...]]
+//   SECTION: bursts, node-aware, usage-scan, startup, quota, clones, node-scale; without --only
+//   every section but node-scale. --nodes: node-scale's instance counts (default 24,100).
 // A benchmark, not a test: exit 0 unless something broke (a process that does not start, a
 // burst not done within 120 s); 2 for a bad argument. Output: a table on stdout and
 // build/bench.json (with --only: build/bench-SECTION[+SECTION...].json). Work files and logs:
@@ -38,6 +41,7 @@
 #include "test/bench/section_clones.hpp"
 #include "test/bench/section_idle.hpp"
 #include "test/bench/section_node_aware.hpp"
+#include "test/bench/section_node_scale.hpp"
 #include "test/bench/section_quota.hpp"
 #include "test/bench/section_usage_scan.hpp"
 #include "test/support/harness.hpp"
@@ -45,12 +49,13 @@
 namespace bench {
 namespace {
 
-const std::set<std::string> kSections = {"bursts", "node-aware", "usage-scan", "startup", "quota", "clones"};
+const std::set<std::string> kSections = {"bursts", "node-aware", "usage-scan", "startup", "quota", "clones", "node-scale"};
 
 struct Args {
-  std::set<std::string> only;     // empty: every section
+  std::set<std::string> only;     // empty: every section but node-scale
   std::string only_text;          // as given, for the JSON file's name
-  bool Runs(const std::string& section) const { return only.empty() || only.count(section) > 0; }
+  std::vector<int> nodes{24, 100};
+  bool Runs(const std::string& section) const { return only.empty() ? section != "node-scale" : only.count(section) > 0; }
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -65,21 +70,34 @@ std::optional<Args> Parse(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag != "--only" || i + 1 == argc) {
-      std::fprintf(stderr, "usage: bench [--only SECTION[,SECTION...]]\n  SECTION: bursts, node-aware, usage-scan, startup, "
-                           "quota, clones (without --only: all)\n");
+    if ((flag != "--only" && flag != "--nodes") || i + 1 == argc) {
+      std::fprintf(stderr, "usage: bench [--only SECTION[,SECTION...]] [--nodes N[,N...]]\n  SECTION: bursts, node-aware, "
+                           "usage-scan, startup, quota, clones, node-scale (without --only: all but node-scale)\n");
       return std::nullopt;
     }
     const std::string value = argv[++i];
-    for (const std::string& s : Split(value)) {
-      if (kSections.count(s) == 0) {
-        std::fprintf(stderr, "bench: no section \"%s\" (bursts, node-aware, usage-scan, startup, quota, clones)\n", s.c_str());
-        return std::nullopt;
+    if (flag == "--only") {
+      for (const std::string& s : Split(value)) {
+        if (kSections.count(s) == 0) {
+          std::fprintf(stderr, "bench: no section \"%s\" (bursts, node-aware, usage-scan, startup, quota, clones, node-scale)\n",
+                       s.c_str());
+          return std::nullopt;
+        }
+        a.only.insert(s);
       }
-      a.only.insert(s);
+      a.only_text = value;
+      std::replace(a.only_text.begin(), a.only_text.end(), ',', '+');
+    } else {
+      a.nodes.clear();
+      for (const std::string& s : Split(value)) {
+        const int n = std::atoi(s.c_str());
+        if (n < 1 || std::to_string(n) != s) {
+          std::fprintf(stderr, "bench: --nodes takes positive numbers, not \"%s\"\n", s.c_str());
+          return std::nullopt;
+        }
+        a.nodes.push_back(n);
+      }
     }
-    a.only_text = value;
-    std::replace(a.only_text.begin(), a.only_text.end(), ',', '+');
   }
   return a;
 }
@@ -114,12 +132,14 @@ int Run(const Args& args) {
   std::optional<Startup> startup;
   std::optional<Quota> quota;
   std::optional<Clones> clones;
+  std::vector<NodeScale> node_scale;
   if (args.Runs("bursts")) bursts = RunBursts(at);
   if (args.Runs("node-aware")) node_aware = RunNodeAware(at);
   if (args.Runs("usage-scan")) usage_scan = RunUsageScan(at);
   if (args.Runs("startup")) startup = RunStartup(at);
   if (args.Runs("quota")) quota = RunQuota(at);
   if (args.Runs("clones")) clones = RunClones(at);
+  if (args.Runs("node-scale")) node_scale = RunNodeScale(at, args.nodes);
   const double load_after = LoadAverage();
 
   Report rep;
@@ -130,6 +150,7 @@ int Run(const Args& args) {
   if (usage_scan) ReportUsageScan(*usage_scan, &rep, &json);
   if (quota) ReportQuota(*quota, &rep, &json);
   if (clones) ReportClones(*clones, &rep, &json);
+  if (!node_scale.empty()) ReportNodeScale(node_scale, &rep, &json);
   if (bursts) ReportIdle(bursts->idle, &rep);
   if (startup) ReportStartup(*startup, &rep);
   ReportBinary(provisioner_bin, static_cast<long>(st.st_size), &rep, &json);
