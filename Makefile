@@ -8,12 +8,15 @@
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 BUILD     := build
 HTTPLIB   := $(BUILD)/httplib/httplib.h
+# httplib.h split into declarations and bodies (scripts/httplib-split.sh): the files include the
+# split header, and the bodies are compiled once per kind of build, into libhp.a.
+HTTPLIB_SPLIT := $(BUILD)/httplib/split
 VERSION   := $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
 COMMIT    := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 CXX       ?= g++
 WARN      := -Wall -Wextra -Werror -Wno-missing-field-initializers
-CPPFLAGS  := -I. -isystem $(BUILD)/httplib -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_USE_POLL
+CPPFLAGS  := -I. -isystem $(HTTPLIB_SPLIT) -DCPPHTTPLIB_OPENSSL_SUPPORT -DCPPHTTPLIB_USE_POLL
 # Only main.cpp names the version: its objects are built again when build/version changes.
 VERSION_FLAGS := -DHP_VERSION='"$(VERSION)"' -DHP_COMMIT='"$(COMMIT)"'
 $(shell mkdir -p $(BUILD) && echo '$(VERSION) $(COMMIT)' | cmp -s - $(BUILD)/version || echo '$(VERSION) $(COMMIT)' > $(BUILD)/version)
@@ -47,11 +50,14 @@ FAKE      := $(BUILD)/fake-apiserver
 # tests' shared code into DIR/libhp-test.a; binaries link those.
 #   $(call BUILD_KIND,DIR,COMPILER,FLAGS,ORDER-ONLY PREREQUISITES)
 define BUILD_KIND
-$(1)/obj/%.o: %.cpp $$(HTTPLIB) $(1)/obj/%.o.d | $(4)
+$(1)/obj/%.o: %.cpp $$(HTTPLIB_SPLIT)/httplib.h $(1)/obj/%.o.d | $(4)
 	@mkdir -p $$(@D)
 	$(2) $$(CPPFLAGS) $$(if $$(filter main.cpp,$$<),$$(VERSION_FLAGS)) $(3) $$(CXXFLAGS) $$(DEPFLAGS) -c $$< -o $$@
 $(1)/obj/main.o: $$(BUILD)/version
-$(1)/libhp.a: $$(PROD_SRCS:%.cpp=$(1)/obj/%.o)
+$(1)/obj/httplib.o: $$(HTTPLIB_SPLIT)/httplib.cc | $(4)
+	@mkdir -p $$(@D)
+	$(2) $$(CPPFLAGS) $(3) $$(CXXFLAGS) -c $$< -o $$@
+$(1)/libhp.a: $$(PROD_SRCS:%.cpp=$(1)/obj/%.o) $(1)/obj/httplib.o
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
 $(1)/libhp-test.a: $$(TLIB_SRCS:%.cpp=$(1)/obj/%.o)
@@ -69,15 +75,17 @@ LINK_LIBS = -Wl,--start-group $(1)/libhp-test.a $(1)/libhp.a -Wl,--end-group $(L
 .PHONY: all deps test unit e2e demo image clean
 all: hostpath-provisioner
 
-deps: $(HTTPLIB)
+deps: $(HTTPLIB_SPLIT)/httplib.h
 $(HTTPLIB): scripts/deps.sh
 	bash scripts/deps.sh $(BUILD)
 	touch $@
+$(HTTPLIB_SPLIT)/httplib.h $(HTTPLIB_SPLIT)/httplib.cc &: $(HTTPLIB) scripts/httplib-split.sh
+	bash scripts/httplib-split.sh $< $(HTTPLIB_SPLIT)
 
 $(eval $(call BUILD_KIND,$(BUILD),$(CXX),$(TEST_FLAGS)))
 $(eval $(call BUILD_KIND,$(BUILD)/rel,$(CXX),$(REL_FLAGS)))
 
-hostpath-provisioner: $(BUILD)/rel/obj/main.o $(PROD_SRCS:%.cpp=$(BUILD)/rel/obj/%.o)
+hostpath-provisioner: $(BUILD)/rel/obj/main.o $(PROD_SRCS:%.cpp=$(BUILD)/rel/obj/%.o) $(BUILD)/rel/obj/httplib.o
 	$(CXX) $(REL_FLAGS) $^ -o $@ $(REL_LINK) $(LIBS)
 
 $(call TEST_BINS,$(BUILD),$(UNIT_SRCS) $(E2E_SRCS)): $(BUILD)/test/%: $(BUILD)/obj/test/support/catch_main.o $(BUILD)/libhp-test.a $(BUILD)/libhp.a
