@@ -99,6 +99,7 @@ $(FAKE): $(BUILD)/obj/test/fake/fake_apiserver_main.o $(BUILD)/libhp-test.a $(BU
 # machine with Debian's kernel (test/quota_vm.sh), from a static build of the test.
 QUOTA_VM  := $(BUILD)/test/vm_unit_quota
 $(BUILD)/test/unit_quota.static: $(BUILD)/obj/test/unit/unit_quota.o $(BUILD)/obj/test/support/catch_main.o $(BUILD)/libhp-test.a $(BUILD)/libhp.a
+	@mkdir -p $(@D)
 	$(CXX) $(TEST_FLAGS) -static $(filter %.o,$^) -o $@ $(call LINK_LIBS,$(BUILD))
 $(QUOTA_VM): $(BUILD)/test/unit_quota.static test/quota_vm.sh
 	printf '#!/bin/sh\nexec bash test/quota_vm.sh $(BUILD) $< "[project]" --use-colour no\n' > $@
