@@ -52,7 +52,7 @@ FAKE      := $(BUILD)/fake-apiserver
 define BUILD_KIND
 $(1)/obj/%.o: %.cpp $$(HTTPLIB_SPLIT)/httplib.h $(1)/obj/%.o.d | $(4)
 	@mkdir -p $$(@D)
-	$(2) $$(CPPFLAGS) $$(if $$(filter main.cpp,$$<),$$(VERSION_FLAGS)) $(3) $$(CXXFLAGS) $$(DEPFLAGS) -c $$< -o $$@
+	$(2) $$(CPPFLAGS) $$(if $$(filter main.cpp,$$<),$$(VERSION_FLAGS)) $(3) $$(CXXFLAGS) $$(TEST_OBJ_FLAGS) $$(DEPFLAGS) -c $$< -o $$@
 $(1)/obj/main.o: $$(BUILD)/version
 $(1)/obj/httplib.o: $$(HTTPLIB_SPLIT)/httplib.cc | $(4)
 	@mkdir -p $$(@D)
@@ -63,6 +63,20 @@ $(1)/libhp.a: $$(PROD_SRCS:%.cpp=$(1)/obj/%.o) $(1)/obj/httplib.o
 $(1)/libhp-test.a: $$(TLIB_SRCS:%.cpp=$(1)/obj/%.o)
 	@mkdir -p $$(@D)
 	rm -f $$@ && $$(AR) rcs $$@ $$^
+# Catch2 precompiled once per kind, by that kind's compiler with its flags: each test object
+# (test/unit, test/e2e) starts from it (-include DIR/pch/catch.hpp: the compiler takes the .gch
+# next to it) instead of parsing Catch2 and the std headers it brings again. The header names
+# the command, and is rewritten only when that changes, so new flags build the .gch again; a
+# .gch that does not fit the object's flags is an error (-Winvalid-pch), never silently unused.
+$(1)/pch/catch.hpp: FORCE
+	@mkdir -p $$(@D)
+	@printf '// Precompiled into catch.hpp.gch by: %s\n#include <catch2/catch.hpp>\n' \
+	  '$(2) $$(CPPFLAGS) $(3) $$(CXXFLAGS)' > $$@.new
+	@cmp -s $$@.new $$@ && rm $$@.new || mv $$@.new $$@
+$(1)/pch/catch.hpp.gch: $(1)/pch/catch.hpp | $(4)
+	$(2) $$(CPPFLAGS) $(3) $$(CXXFLAGS) -x c++-header $$< -o $$@
+$$(patsubst %.cpp,$(1)/obj/%.o,$$(UNIT_SRCS) $$(E2E_SRCS)): $(1)/pch/catch.hpp.gch
+$$(patsubst %.cpp,$(1)/obj/%.o,$$(UNIT_SRCS) $$(E2E_SRCS)): private TEST_OBJ_FLAGS = -include $(1)/pch/catch.hpp -Winvalid-pch
 endef
 # A test binary DIR/test/NAME from test/*/NAME.cpp, Catch2's main and both libraries.
 #   $(call TEST_BINS,DIR,SOURCES): the list of binaries, each depending on its own object
@@ -72,7 +86,7 @@ LINK_LIBS = -Wl,--start-group $(1)/libhp-test.a $(1)/libhp.a -Wl,--end-group $(L
 # Objects stay after a build (make would remove those only a pattern rule names).
 .PRECIOUS: $(BUILD)/%.o
 
-.PHONY: all deps test unit e2e demo image clean
+.PHONY: all deps test unit e2e demo image clean FORCE
 all: hostpath-provisioner
 
 deps: $(HTTPLIB_SPLIT)/httplib.h
