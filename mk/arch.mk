@@ -47,7 +47,7 @@ $(X_SYSROOT)/.complete: scripts/cross-deps.sh
 
 $(eval $(call BUILD_KIND,$(X_DIR),$(X_CXX),$(X_FLAGS) -O1,$(X_SYSROOT)/.complete))
 $(eval $(call BUILD_KIND,$(X_DIR)/rel,$(X_CXX),$(X_FLAGS) $(REL_FLAGS),$(X_SYSROOT)/.complete))
-$(X_PROV): $(X_DIR)/rel/obj/main.o $(PROD_SRCS:%.cpp=$(X_DIR)/rel/obj/%.o)
+$(X_PROV): $(X_DIR)/rel/obj/main.o $(PROD_SRCS:%.cpp=$(X_DIR)/rel/obj/%.o) $(X_DIR)/rel/obj/httplib.o
 	$(X_CXX) $(REL_FLAGS) $^ -o $@ $(REL_LINK) $(X_LINK) $(LIBS)
 
 # Test binaries are static too: a dynamic one would mix the cross toolchain's glibc with the
