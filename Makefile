@@ -37,7 +37,7 @@ DEPFLAGS   = -MMD -MP -MF $(if $(filter $(BUILD)/%,$@),$@,$(BUILD)/$@).d -MT $@
 # The product, by layer (lowest first; includes point down this list): each part is a header
 # (its contract) and a .cpp (its body). main.cpp only wires them.
 LAYERS    := base kube fs decide control serve
-PROD_SRCS := $(wildcard $(LAYERS:%=%/*.cpp))
+PROD_SRCS := $(wildcard $(LAYERS:%=%/*.cpp) $(LAYERS:%=%/*/*.cpp))
 # What the tests share: their helpers and the fake API server (test/fake/fake_apiserver_main.cpp
 # is the fake's own binary, test/support/catch_main.cpp Catch2's main).
 TLIB_SRCS := $(filter-out test/fake/fake_apiserver_main.cpp test/support/catch_main.cpp,\

@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "base/log.hpp"
-#include "control/archiving.hpp"
+#include "control/remove/archiving.hpp"
 #include "decide/reconcile.hpp"
 
 namespace {

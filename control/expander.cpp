@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "base/log.hpp"
-#include "control/volume_dir.hpp"
+#include "control/make/volume_dir.hpp"
 #include "decide/path_pattern.hpp"
 
 namespace {

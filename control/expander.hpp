@@ -10,8 +10,8 @@
 #include <string>
 
 #include "base/config.hpp"
-#include "control/every_node.hpp"
-#include "control/shared.hpp"
+#include "control/nodes/every_node.hpp"
+#include "control/nodes/shared.hpp"
 #include "control/sync.hpp"
 #include "decide/expansion.hpp"
 #include "fs/roots.hpp"

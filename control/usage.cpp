@@ -12,7 +12,7 @@
 
 #include "base/log.hpp"
 #include "base/text.hpp"
-#include "control/volume_dir.hpp"
+#include "control/make/volume_dir.hpp"
 #include "decide/reconcile.hpp"
 #include "fs/fsops.hpp"
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/status.hpp"
-#include "base/text.hpp"  // not used here: control/volume_dir.hpp gets Or() through it
+#include "base/text.hpp"  // not used here: control/make/volume_dir.hpp gets Or() through it
 #include "fs/btrfs_qgroup.hpp"
 #include "fs/fsops.hpp"
 

@@ -5,7 +5,7 @@
 #include <sstream>
 #include <vector>
 
-#include "control/archives.hpp"
+#include "control/remove/archives.hpp"
 #include "control/controller.hpp"
 #include "control/usage.hpp"
 #include "fs/fsops.hpp"

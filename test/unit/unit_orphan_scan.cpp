@@ -1,4 +1,4 @@
-// The orphan scan alone (control/orphan_scan.hpp), without the controller: the fake API
+// The orphan scan alone (control/remove/orphan_scan.hpp), without the controller: the fake API
 // server, the two caches the scan reads, and a root in a temporary directory. What it removes
 // and what it keeps is seen on disk.
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "control/orphan_scan.hpp"
+#include "control/remove/orphan_scan.hpp"
 #include "decide/reconcile.hpp"
 #include "test/fake/fake_test_client.hpp"
 

@@ -1,8 +1,8 @@
 // The orphan scan: the bodies (orphan_scan.hpp has the contract).
-#include "control/orphan_scan.hpp"
+#include "control/remove/orphan_scan.hpp"
 
 #include "base/log.hpp"
-#include "control/cloner.hpp"
+#include "control/clone/cloner.hpp"
 #include "decide/clone.hpp"
 
 OrphanScan::OrphanScan(const Informer<Claim>* claims, const Informer<Volume>* volumes, const NameSet* created,

@@ -1,11 +1,11 @@
 // The key of a claim that waits for a volume: the bodies (provisioner.hpp has the contracts).
-#include "control/provisioner.hpp"
+#include "control/make/provisioner.hpp"
 
 #include <cerrno>
 
 #include "base/log.hpp"
 #include "base/text.hpp"
-#include "control/volume_dir.hpp"
+#include "control/make/volume_dir.hpp"
 #include "decide/path_pattern.hpp"
 #include "fs/usage_walk.hpp"
 #include "decide/clone.hpp"

@@ -1,5 +1,5 @@
 // The cleanup of deleted nodes' volumes: the bodies (node_cleanup.hpp has the contracts).
-#include "control/node_cleanup.hpp"
+#include "control/nodes/node_cleanup.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "base/config.hpp"
-#include "control/cloning.hpp"
-#include "control/pattern_dirs.hpp"
+#include "control/clone/cloning.hpp"
+#include "control/make/pattern_dirs.hpp"
 #include "control/sync.hpp"
-#include "control/volume_maker.hpp"
+#include "control/make/volume_maker.hpp"
 #include "fs/space.hpp"
 #include "kube/informer.hpp"
 #include "kube/recorder.hpp"

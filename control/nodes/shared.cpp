@@ -1,5 +1,5 @@
 // The take-over of a shared volume: the body (shared.hpp has the contract).
-#include "control/shared.hpp"
+#include "control/nodes/shared.hpp"
 
 #include "base/log.hpp"
 #include "decide/reconcile.hpp"

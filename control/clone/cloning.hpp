@@ -9,9 +9,9 @@
 #include <string>
 
 #include "base/config.hpp"
-#include "control/cloner.hpp"
+#include "control/clone/cloner.hpp"
 #include "control/sync.hpp"
-#include "control/volume_maker.hpp"
+#include "control/make/volume_maker.hpp"
 #include "decide/clone.hpp"
 #include "fs/roots.hpp"
 #include "fs/space.hpp"

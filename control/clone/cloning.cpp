@@ -1,5 +1,5 @@
 // A clone, the controller's side: the bodies (cloning.hpp has the contracts).
-#include "control/cloning.hpp"
+#include "control/clone/cloning.hpp"
 
 #include <cerrno>
 

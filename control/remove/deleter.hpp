@@ -13,9 +13,9 @@
 #include <string>
 
 #include "base/config.hpp"
-#include "control/archiving.hpp"
-#include "control/every_node.hpp"
-#include "control/shared.hpp"
+#include "control/remove/archiving.hpp"
+#include "control/nodes/every_node.hpp"
+#include "control/nodes/shared.hpp"
 #include "control/sync.hpp"
 #include "decide/reconcile.hpp"
 #include "fs/roots.hpp"

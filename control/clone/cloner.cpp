@@ -1,5 +1,5 @@
 // Clones, the copying: the bodies (cloner.hpp has the contracts).
-#include "control/cloner.hpp"
+#include "control/clone/cloner.hpp"
 
 #include <fcntl.h>
 #include <linux/btrfs.h>

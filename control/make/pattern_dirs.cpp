@@ -1,5 +1,5 @@
 // Which volume holds each pathPattern directory: the bodies (pattern_dirs.hpp has the contracts).
-#include "control/pattern_dirs.hpp"
+#include "control/make/pattern_dirs.hpp"
 
 #include "base/paths.hpp"
 #include "decide/names.hpp"

@@ -1,5 +1,5 @@
 // A volume's directory with its size enforced: the bodies (volume_dir.hpp has the contracts).
-#include "control/volume_dir.hpp"
+#include "control/make/volume_dir.hpp"
 
 #include <cstdio>
 #include <vector>

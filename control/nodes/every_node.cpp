@@ -1,8 +1,8 @@
 // The steps for a volume on every node: the bodies (every_node.hpp has the contracts).
-#include "control/every_node.hpp"
+#include "control/nodes/every_node.hpp"
 
 #include "base/log.hpp"
-#include "control/archiving.hpp"
+#include "control/remove/archiving.hpp"
 #include "fs/fsops.hpp"
 
 namespace {

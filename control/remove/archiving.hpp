@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "control/volume_dir.hpp"
+#include "control/make/volume_dir.hpp"
 #include "fs/fsops.hpp"
 
 // Event reasons (Normal) on a released volume whose directory stays: moved to its root's

@@ -1,5 +1,5 @@
 // The steps every new volume takes: the bodies (volume_maker.hpp has the contracts).
-#include "control/volume_maker.hpp"
+#include "control/make/volume_maker.hpp"
 
 #include <cstdio>
 

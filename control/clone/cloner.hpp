@@ -18,7 +18,7 @@
 #include <string>
 #include <thread>
 
-#include "control/volume_dir.hpp"
+#include "control/make/volume_dir.hpp"
 #include "decide/clone.hpp"
 #include "fs/copy_tree.hpp"
 #include "fs/roots.hpp"

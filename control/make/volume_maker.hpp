@@ -10,7 +10,7 @@
 
 #include "base/config.hpp"
 #include "control/sync.hpp"
-#include "control/volume_dir.hpp"
+#include "control/make/volume_dir.hpp"
 #include "decide/reconcile.hpp"
 #include "fs/roots.hpp"
 #include "fs/space.hpp"

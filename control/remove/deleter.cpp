@@ -1,5 +1,5 @@
 // The key of a volume: the bodies (deleter.hpp has the contracts).
-#include "control/deleter.hpp"
+#include "control/remove/deleter.hpp"
 
 #include <cstdio>
 #include <optional>
@@ -8,8 +8,8 @@
 #include "base/log.hpp"
 #include "base/paths.hpp"
 #include "base/text.hpp"
-#include "control/archiving.hpp"
-#include "control/volume_dir.hpp"
+#include "control/remove/archiving.hpp"
+#include "control/make/volume_dir.hpp"
 #include "decide/path_pattern.hpp"
 #include "fs/fsops.hpp"
 

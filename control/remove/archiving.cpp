@@ -1,5 +1,5 @@
 // Archiving a volume's directory: the bodies (archiving.hpp has the contracts).
-#include "control/archiving.hpp"
+#include "control/remove/archiving.hpp"
 
 #include <chrono>
 #include <vector>

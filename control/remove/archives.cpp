@@ -1,12 +1,12 @@
 // The archive pass: the bodies (archives.hpp has the contract).
-#include "control/archives.hpp"
+#include "control/remove/archives.hpp"
 
 #include <optional>
 #include <utility>
 
 #include "base/log.hpp"
 #include "base/text.hpp"
-#include "control/archiving.hpp"
+#include "control/remove/archiving.hpp"
 #include "decide/archive_name.hpp"
 #include "fs/archive_dir.hpp"
 #include "fs/usage_walk.hpp"
