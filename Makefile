@@ -89,6 +89,9 @@ endef
 TEST_BINS = $(foreach s,$(2),$(eval $(1)/test/$(basename $(notdir $(s))): $(1)/obj/$(s:.cpp=.o)))\
             $(patsubst %.cpp,$(1)/test/%,$(notdir $(2)))
 LINK_LIBS = -Wl,--start-group $(1)/libhp-test.a $(1)/libhp.a -Wl,--end-group $(LIBS)
+# A provisioner binary of a kind (ASan, TSan) links the product's library only: the tests'
+# library is no prerequisite of it, so naming it raced its build under make -j.
+PROD_LINK = $(1)/libhp.a $(LIBS)
 # Objects stay after a build (make would remove those only a pattern rule names).
 .PRECIOUS: $(BUILD)/%.o
 

@@ -89,7 +89,7 @@ $(ASAN_FAKE): $(ASAN_DIR)/obj/test/fake/fake_apiserver_main.o $(ASAN_DIR)/libhp-
 
 $(ASAN_PROV): $(ASAN_DIR)/obj/main.o $(ASAN_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(SAN_FLAGS) $< -o $@ $(call LINK_LIBS,$(ASAN_DIR))
+	$(CLANGXX) $(SAN_FLAGS) $< -o $@ $(call PROD_LINK,$(ASAN_DIR))
 
 # Reports go to files (test/sanitized_run.sh), also those of the child processes.
 sanitize: $(ASAN_UNIT) $(ASAN_E2E) $(ASAN_PROV) $(ASAN_FAKE)
@@ -109,7 +109,7 @@ $(call TEST_BINS,$(TSAN_DIR),test/unit/unit_queue.cpp test/unit/unit_fake_apiser
 
 $(TSAN_PROV): $(TSAN_DIR)/obj/main.o $(TSAN_DIR)/libhp.a
 	@mkdir -p $(@D)
-	$(CLANGXX) $(TSAN_FLAGS) $< -o $@ $(call LINK_LIBS,$(TSAN_DIR))
+	$(CLANGXX) $(TSAN_FLAGS) $< -o $@ $(call PROD_LINK,$(TSAN_DIR))
 
 tsan: $(TSAN_PROV) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS) $(FAKE)
 	PROVISIONER=$(TSAN_PROV) bash test/sanitized_run.sh tsan $(TSAN_DIR) $(TSAN_QUEUE) $(TSAN_FAKE_UT) $(E2E_BINS)
