@@ -82,14 +82,39 @@ void DropEmptyMeta(Json& obj) {
   }
 }
 
+namespace {
+
+std::string EventLine(const std::string& type, const Json& obj) {
+  JsonObject line;
+  line["object"] = obj;
+  line["type"] = Json(type);
+  return ToText(Json(line)) + "\n";
+}
+
+}  // namespace
+
 const std::string& WatchEvent::Line() const {
-  if (line_.empty()) {
-    JsonObject line;
-    line["object"] = *object;
-    line["type"] = Json(type);
-    line_ = ToText(Json(line)) + "\n";
-  }
+  if (line_.empty()) line_ = EventLine(type, *object);
   return line_;
+}
+
+const std::string& WatchEvent::EnteredLine() const {
+  if (entered_line_.empty()) entered_line_ = EventLine("ADDED", *object);
+  return entered_line_;
+}
+
+const Json& WatchEvent::Left() const {
+  if (!left_) {
+    Json gone = *prev;
+    Meta(gone)["resourceVersion"] = Json(std::to_string(rv));
+    left_ = std::make_shared<const Json>(std::move(gone));
+  }
+  return *left_;
+}
+
+const std::string& WatchEvent::LeftLine() const {
+  if (left_line_.empty()) left_line_ = EventLine("DELETED", Left());
+  return left_line_;
 }
 
 uint64_t Bucket::SeqAfter(uint64_t rv) const {
@@ -126,9 +151,11 @@ JsonRef Store::Put(std::string_view plural, Json obj) {
   DropEmptyMeta(obj);
   Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
   auto stored = std::make_shared<const Json>(std::move(obj));
-  const bool existed = b.objects.count(key) > 0;
-  b.objects[key] = stored;
-  Record(b, existed ? "MODIFIED" : "ADDED", stored);
+  JsonRef& slot = b.objects[key];
+  JsonRef prev = std::move(slot);
+  slot = stored;
+  const char* type = prev ? "MODIFIED" : "ADDED";  // before prev is moved into the event
+  Record(b, type, stored, std::move(prev));
   return stored;
 }
 
@@ -136,11 +163,12 @@ JsonRef Store::Remove(std::string_view plural, const std::string& key) {
   auto& b = bucket(plural);
   auto it = b.objects.find(key);
   if (it == b.objects.end()) return std::make_shared<const Json>();
-  Json obj = *it->second;
+  JsonRef prev = std::move(it->second);
   b.objects.erase(it);
+  Json obj = *prev;
   Meta(obj)["resourceVersion"] = Json(std::to_string(++rv_));
   auto last = std::make_shared<const Json>(std::move(obj));
-  Record(b, "DELETED", last);
+  Record(b, "DELETED", last, std::move(prev));
   return last;
 }
 
@@ -158,7 +186,7 @@ void Store::Compact() {
   }
 }
 
-void Store::Record(Bucket& b, const char* type, const JsonRef& obj) {
+void Store::Record(Bucket& b, const char* type, const JsonRef& obj, JsonRef prev) {
   auto ev = std::make_shared<WatchEvent>();
   ev->rv = rv_;
   ev->t_ns = NowNs();
@@ -166,6 +194,7 @@ void Store::Record(Bucket& b, const char* type, const JsonRef& obj) {
   ev->ns = Str(*obj, {"metadata", "namespace"});
   ev->name = Str(*obj, {"metadata", "name"});
   ev->object = obj;
+  ev->prev = std::move(prev);
   b.history.push_back(std::move(ev));
   while (b.history.size() > history_limit_) {
     b.history.pop_front();

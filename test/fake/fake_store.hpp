@@ -63,20 +63,30 @@ void DropEmptyMeta(Json& obj);
 // A stored object. Immutable once stored: the objects map and the watch history share it.
 using JsonRef = std::shared_ptr<const Json>;
 
-// One change, as every watcher of its resource sees it. Immutable once made, but for its line,
-// written on first use (under Store::mu) and then sent to every watcher.
+// One change of one object. Immutable once made, but for its lines, written on first use (under
+// Store::mu) and then sent to every watcher that sees the change that way.
 struct WatchEvent {
   uint64_t rv = 0;
   int64_t t_ns = 0;  // when it was recorded, ns since the epoch
   std::string type;  // ADDED | MODIFIED | DELETED
   std::string ns, name;
-  JsonRef object;    // the object after the change (the last state for DELETED)
+  JsonRef object;    // the object after the change (the last state, at rv, for DELETED)
+  JsonRef prev;      // the object before the change, as stored then; null for ADDED
 
-  // {"object":..,"type":..}\n, as ToText writes it.
+  // {"object":..,"type":..}\n, as ToText writes it: the change as it was written.
   const std::string& Line() const;
 
+  // A MODIFIED event as a watcher whose selector the object entered sees it: ADDED, the object.
+  const std::string& EnteredLine() const;
+
+  // A MODIFIED event as a watcher whose selector the object left sees it: DELETED, the object
+  // before the change at this event's resourceVersion (cache_watcher.go convertToWatchEvent).
+  const Json& Left() const;
+  const std::string& LeftLine() const;
+
  private:
-  mutable std::string line_;
+  mutable std::string line_, entered_line_, left_line_;
+  mutable JsonRef left_;
 };
 using EventPtr = std::shared_ptr<const WatchEvent>;
 
@@ -167,7 +177,7 @@ class Store {
   void Compact();
 
  private:
-  void Record(Bucket& b, const char* type, const JsonRef& obj);
+  void Record(Bucket& b, const char* type, const JsonRef& obj, JsonRef prev);
 
   size_t history_limit_;
   uint64_t rv_ = 0;

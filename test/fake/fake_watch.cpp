@@ -22,7 +22,14 @@ bool WatchStream::Step(std::string& out, Clock::time_point now, Clock::time_poin
   if (cursor_ < bucket_.first_seq) return End(out);  // fell behind the history: the real cacher ends such watchers
   for (; cursor_ < bucket_.NextSeq(); ++cursor_) {
     const WatchEvent& e = bucket_.At(cursor_);
-    if (Matches(e.ns, *e.object)) AddLine(e.type, *e.object, &e.Line());
+    // As cache_watcher.go convertToWatchEvent: the object before and after the change, each
+    // through this watch's selectors. A DELETED event's object already is the one it sends.
+    const bool now = e.type != "DELETED" && Matches(e.ns, *e.object);
+    const bool was = e.prev != nullptr && Matches(e.ns, *e.prev);
+    if (!now && !was) continue;
+    if (e.type != "MODIFIED" || (now && was)) AddLine(e.type, *e.object, &e.Line());  // as written
+    else if (now) AddLine("ADDED", *e.object, &e.EnteredLine());                      // entered the selection
+    else AddLine("DELETED", e.Left(), &e.LeftLine());                                 // left it
   }
   if (p_.bookmarks && now >= next_bookmark_) {
     JsonObject obj, meta, line;

@@ -28,7 +28,8 @@ struct WatchControls {
 
 // A watch's answer: HTTP 200, chunked, one JSON event per line. From resourceVersion RV it sends
 // every stored change after RV, then live changes, until timeoutSeconds, a dropped-watches
-// control or the server's stop. RV "" or "0" starts with ADDED events for the current objects.
+// control or the server's stop. With selectors, a change that makes an object match is ADDED
+// and one that makes it stop is DELETED (the object as it was), as the watch cache sends them. RV "" or "0" starts with ADDED events for the current objects.
 // An RV older than the history, which starts when the server does, gets one ERROR event with a
 // 410 Expired Status (cacher.go newErrWatcher). A watcher that falls behind the whole history is ended. What was written
 // while the server was paused is sent when the pause ends.

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <random>
 #include <set>
 #include <fstream>
@@ -650,6 +651,80 @@ TEST_CASE("lists: limit and continue, label and field selectors, namespaces") {
   CHECK(ItemNames(Admin(s.api, "GET", kPvcs).body) == std::vector<std::string>{"x"});
   CHECK(ItemNames(Admin(s.api, "GET", "/api/v1/persistentvolumeclaims").body) == std::vector<std::string>{"x", "y"});
   CHECK(Admin(s.api, "POST", kPvcs, R"({"metadata":{"name":"z","namespace":"other"},)" + Pvc("z", "").substr(Pvc("z", "").find("\"spec\""))).code == 400);
+}
+
+// The watch cache sends each watcher the change as its selector sees it (cache_watcher.go
+// convertToWatchEvent): ADDED when the object starts to match, DELETED with the object as it
+// was (at the new resourceVersion) when it stops, MODIFIED while it keeps matching.
+TEST_CASE("a watch with a selector sees an object whose labels change as added to or deleted from it") {
+  Server s;
+  const std::string key = "hostpath-provisioner.io/node";
+  const std::string in = "labelSelector=hostpath-provisioner.io%2Fnode%20in%20(a%2C%20shared)";
+  const std::string without = "labelSelector=%21hostpath-provisioner.io%2Fnode";
+  auto label = [&](const std::string& value) {
+    Reply r = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"labels":{")" + key + R"(":")" + value + R"("}}})",
+                    "application/merge-patch+json");
+    REQUIRE(r.code == 200);
+    return Str(r.body, {"metadata", "resourceVersion"});
+  };
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv("p")).code == 201);
+  Json created = Admin(s.api, "GET", kPvs + "/p").body;
+  REQUIRE(Str(created, {"status", "phase"}) == "Available");  // the PV controller's write is in
+  const std::string rv0 = Str(created, {"metadata", "resourceVersion"});
+
+  const std::string rv_a = label("a");
+  Reply note = Admin(s.api, "PATCH", kPvs + "/p", R"({"metadata":{"annotations":{"note":"1"}}})", "application/merge-patch+json");
+  REQUIRE(note.code == 200);
+  const std::string rv_note = Str(note.body, {"metadata", "resourceVersion"});
+  const std::string rv_b = label("b");
+  const std::string rv_shared = label("shared");
+  REQUIRE(Admin(s.api, "DELETE", kPvs + "/p").code == 200);
+  REQUIRE(Admin(s.api, "GET", kPvs + "/p").code == 404);  // finalizer removed, object gone
+
+  // Every change is in the history: each watch replays it all, then ends at its timeout.
+  const std::map<std::string, std::string> rv_name = {{rv_a, "a"}, {rv_note, "note"}, {rv_b, "b"}, {rv_shared, "shared"}};
+  auto seen = [&](const std::string& selector) {
+    std::vector<std::string> out;
+    for (const Json& e : WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=1&resourceVersion=" + rv0 + "&" + selector, 100)) {
+      auto named = rv_name.find(Str(e, {"object", "metadata", "resourceVersion"}));
+      out.push_back(Str(e, {"type"}) + " " + Str(e, {"object", "metadata", "name"}) +
+                    " rv=" + (named == rv_name.end() ? "later" : named->second) +
+                    " label=" + Str(e, {"object", "metadata", "labels", key}) +
+                    " note=" + Str(e, {"object", "metadata", "annotations", "note"}));
+    }
+    return out;
+  };
+  // Unlabelled until the first patch: the watcher of objects without the label loses it there,
+  // and the DELETED event carries the object before the patch at the patch's resourceVersion.
+  CHECK(seen(without) == std::vector<std::string>{"DELETED p rv=a label= note="});
+  CHECK(seen(in) == std::vector<std::string>{
+                        "ADDED p rv=a label=a note=",           // starts to match
+                        "MODIFIED p rv=note label=a note=1",   // keeps matching
+                        "DELETED p rv=b label=a note=1",        // b: stops; the object as it was
+                        "ADDED p rv=shared label=shared note=1",
+                        "MODIFIED p rv=later label=shared note=1",  // deletionTimestamp set
+                        "DELETED p rv=later label=shared note=1",   // finalizer gone: deleted
+                    });
+  // Without a selector every change is as it was written.
+  auto all = seen("");
+  CHECK(all.size() == 6);
+  for (const auto& line : all) CHECK(line.rfind("ADDED", 0) != 0);
+
+  SECTION("lists with the same selectors") {
+    for (const char* n : {"na", "nb", "ns", "none"}) REQUIRE(Admin(s.api, "POST", kPvs, Pv(n)).code == 201);
+    for (auto [n, v] : {std::pair<const char*, const char*>{"na", "a"}, {"nb", "b"}, {"ns", "shared"}})
+      REQUIRE(Admin(s.api, "PATCH", kPvs + "/" + n, R"({"metadata":{"labels":{")" + key + R"(":")" + v + R"("}}})",
+                    "application/merge-patch+json").code == 200);
+    CHECK(ItemNames(Admin(s.api, "GET", kPvs + "?" + in).body) == std::vector<std::string>{"na", "ns"});
+    CHECK(ItemNames(Admin(s.api, "GET", kPvs + "?" + without).body) == std::vector<std::string>{"none"});
+    CHECK(ItemNames(Admin(s.api, "GET", kPvs + "?labelSelector=hostpath-provisioner.io%2Fnode%20notin%20(a)").body) ==
+          std::vector<std::string>{"nb", "none", "ns"});
+    // A watch from no resourceVersion starts with the matching objects only.
+    std::vector<std::string> initial;
+    for (const Json& e : WatchEvents(s.api, kPvs + "?watch=true&timeoutSeconds=1&" + without, 100))
+      initial.push_back(Str(e, {"type"}) + " " + Str(e, {"object", "metadata", "name"}));
+    CHECK(initial == std::vector<std::string>{"ADDED none"});
+  }
 }
 
 TEST_CASE("status is written only through /status, the spec never there; PUT of a missing lease creates it") {
