@@ -167,7 +167,11 @@ int main(int argc, char** argv) {
   timings.lease_duration = std::chrono::seconds(cfg.lease_seconds);
   timings.renew_deadline = std::chrono::seconds(cfg.lease_seconds * 2 / 3);
   timings.retry_period = std::chrono::seconds(std::max(1, cfg.lease_seconds / 6));
-  LeaderElector elector(*endpoint, lease_ns, LeaseNameFor(cfg.provisioner_name), Identity(), timings);
+  const std::string identity = Identity();
+  LeaderElector elector(*endpoint, lease_ns, LeaseNameFor(cfg.provisioner_name), identity, timings);
+  // Node-aware: the instances elect one to label claims with their nodes (dispatcher.hpp).
+  if (!cfg.node_name.empty())
+    controller.SetDispatchLease({lease_ns, LeaseNameFor(cfg.provisioner_name) + "-dispatch", identity, timings});
   if (cfg.leader_elect) {
     if (Status s = elector.Init(); !s.ok()) return Fail(1, s.message());
     controller.SetMayAct([&elector] { return elector.Leading(); });

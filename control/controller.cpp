@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "base/log.hpp"
+#include "control/nodes/volume_labels.hpp"
 #include "control/remove/archiving.hpp"
+#include "decide/node_labels.hpp"
 #include "decide/reconcile.hpp"
 
 namespace {
@@ -58,6 +60,7 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
                [this](const std::string& k, const Volume* v) { OnVolume(k, v); }),
       classes_("StorageClasses", api::kClasses, nullptr, ep_,
                [this](const std::string& k, const StorageClass*) { OnClass(k); }),
+      dispatcher_(cfg_, ep_, &classes_),
       node_cleanup_(cfg_, ep_, &volumes_, &recorder_),
       usage_(cfg.usage_scan_seconds, roots, &recorder_, [this](const std::string& v) { return UsageTargetOf(v); },
              [this](const std::string& v, uint64_t used) { promises_.SetUsed(v, used); }),
@@ -80,6 +83,9 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
                  return cloner_.Poll(pv, &unused) == Cloner::State::kBusy;
                }),
       archives_(roots_, RootPaths(cfg_), [this] { return may_act_(); }, &halted_) {
+  // Node-aware: this node's claims and PVs, the shared ones, and the PVs no node label names.
+  claims_.SetSelections({ClaimSelection(cfg_)});
+  volumes_.SetSelections(VolumeSelections(cfg_));
   maker_.SetSpaceNote([this](const std::string& root) { return ArchivesNote(archives_.Now(root)); });
   for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
 }
@@ -94,11 +100,15 @@ Status Controller::Start() {
   for (auto& w : workers_)
     if (Status s = w->conn.Init(); !s.ok()) return s;
   if (Status s = recorder_.Start(); !s.ok()) return s;
+  LabelOldVolumes(cfg_, workers_.front()->api);
   for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
     if (!s.ok()) return s;
-  if (Status s = node_cleanup_.Start([this] { return Synced(); }, [this](const std::string& node) { queue_.Add(kGoneNode + node); });
+  // One instance looks for deleted nodes: the dispatcher (node_cleanup.hpp).
+  auto janitor_ready = [this] { return Synced() && (!dispatch_lease_ || dispatcher_.Leading()); };
+  if (Status s = node_cleanup_.Start(janitor_ready, [this](const std::string& node) { queue_.Add(kGoneNode + node); });
       !s.ok())
     return s;
+  if (!cfg_.node_name.empty() && dispatch_lease_) dispatcher_.Start(*dispatch_lease_);
   for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
   if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
   return Status::Ok();
@@ -136,6 +146,7 @@ void Controller::Stop() {
   if (resync_.joinable()) resync_.join();
   cloner_.Stop();
   usage_.Stop();
+  dispatcher_.Stop();
   recorder_.Stop();
   node_cleanup_.Stop();
   claims_.Stop();
@@ -201,6 +212,7 @@ std::optional<UsageTarget> Controller::UsageTargetOf(const std::string& name) co
 
 // A class appeared or changed: claims of that class that failed may now succeed.
 void Controller::OnClass(const std::string& name) {
+  dispatcher_.ClassChanged(name);
   if (!claims_.Synced() || !classes_.Get(name)) return;
   claims_.ForEach([&](const Claim& c) {
     if (c.storage_class_name == name && c.volume_name.empty()) queue_.Add("claim/" + KeyOf(c.meta));

@@ -29,6 +29,7 @@
 #include "control/clone/cloner.hpp"
 #include "control/clone/cloning.hpp"
 #include "control/remove/deleter.hpp"
+#include "control/nodes/dispatcher.hpp"
 #include "control/nodes/every_node.hpp"
 #include "control/expander.hpp"
 #include "control/nodes/node_cleanup.hpp"
@@ -55,7 +56,12 @@ class Controller {
   // instance still hold the lease?). Set before Start; by default always true. False after Halt.
   void SetMayAct(std::function<bool()> may_act);
 
-  // Starts the watches and the workers. Errors: TLS material that cannot be used.
+  // Node-aware mode: the Lease that elects the claim dispatcher (dispatcher.hpp). Set before
+  // Start; without it no instance labels claims, and this one sees only labelled ones.
+  void SetDispatchLease(Dispatcher::LeaseSpec lease) { dispatch_lease_ = std::move(lease); }
+
+  // Starts the watches and the workers (node-aware: after labelling this node's PVs made before
+  // the node label, volume_labels.hpp). Errors: TLS material that cannot be used.
   Status Start();
 
   // Stops acting, at once: may_act turns false, so no key and no step starts any more; the
@@ -85,6 +91,10 @@ class Controller {
   const CloneStats& clone_stats() const { return cloner_.stats(); }
   const UsageScanner& usage() const { return usage_; }
   const ArchivePass& archives() const { return archives_; }
+  const Dispatcher& dispatcher() const { return dispatcher_; }
+  // How many claims and PVs the caches hold (node-aware: this node's and the shared ones).
+  size_t CachedClaims() const { return claims_.Size(); }
+  size_t CachedVolumes() const { return volumes_.Size(); }
 
  private:
   // A worker thread and what only it uses.
@@ -125,6 +135,8 @@ class Controller {
   Informer<Claim> claims_;
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;
+  std::optional<Dispatcher::LeaseSpec> dispatch_lease_;
+  Dispatcher dispatcher_;     // node-aware mode only
   NodeCleanup node_cleanup_;  // only with DELETED_NODE_CLEANUP_DELAY
   std::thread resync_;
   std::mutex stop_mu_;

@@ -9,6 +9,7 @@
 
 #include "base/quantity.hpp"
 #include "decide/names.hpp"
+#include "decide/node_labels.hpp"
 
 namespace {
 // Drops the annotations not in `keep`, in place.
@@ -37,6 +38,18 @@ void SlimForCache(Claim* c) {
     c->storage_class_name.clear();
     c->data_source = DataSource{};
   }
+}
+
+void SlimForDispatch(Claim* c) {
+  KeepOnly(&c->meta.annotations, {ann::kStorageProvisioner, ann::kBetaStorageProvisioner,
+                                  ann::kSelectedNode, ann::kNode, ann::kKubevirtNode});
+  KeepOnly(&c->meta.labels, {node_label::kKey});
+  c->meta.finalizers.clear();
+  c->access_modes.clear();
+  c->storage_request.clear();
+  c->capacity.clear();
+  c->volume_name.clear();
+  c->data_source = DataSource{};
 }
 
 void SlimForCache(Node* n) { n->meta = ObjectMeta{n->meta.name, "", n->meta.uid, n->meta.resource_version}; }

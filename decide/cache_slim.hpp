@@ -11,6 +11,10 @@
 // claim that waits for a volume keeps its labels (a class's pathPattern may read them).
 void SlimForCache(Claim* c);
 
+// What the claim dispatcher (control/nodes/dispatcher.hpp) keeps of every claim: its name,
+// uid, class, the annotations that name its provisioner and node, and the node label.
+void SlimForDispatch(Claim* c);
+
 // Keeps a node's name, uid and resourceVersion: only whether it exists matters.
 void SlimForCache(Node* n);
 

@@ -6,6 +6,7 @@
 #include "base/paths.hpp"
 #include "base/quantity.hpp"
 #include "base/status.hpp"
+#include "decide/node_labels.hpp"
 #include "decide/path_pattern.hpp"
 
 namespace reconcile_detail {
@@ -53,6 +54,7 @@ Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc
     v.meta.annotations[ann::kNode] = cfg.node_name;
     if (params.shared) v.meta.annotations[ann::kAllNodes] = "shared";
   }
+  if (std::string label = VolumeLabel(cfg, v); !label.empty()) v.meta.labels[node_label::kKey] = label;
   v.node = params.all_nodes || params.shared ? "" : !cfg.node_name.empty() ? cfg.node_name : params.local ? ClaimNode(claim) : "";
   v.local = params.local;
   v.meta.finalizers = {params.all_nodes ? NodeFinalizer(cfg.node_name) : ann::kProvisionerFinalizer};

@@ -24,9 +24,16 @@ void ReleaseFreeMemory() {
 }  // namespace
 
 template <class T>
+void Informer<T>::SetSelections(const std::vector<std::string>& label_selectors) {
+  selections_.clear();
+  for (const std::string& s : label_selectors) selections_.push_back(std::make_unique<Selection>(ep_, s));
+}
+
+template <class T>
 Status Informer<T>::Start() {
-  if (Status s = conn_.Init(); !s.ok()) return s;
-  thread_ = std::thread([this] { Run(); });
+  for (auto& sel : selections_)
+    if (Status s = sel->conn.Init(); !s.ok()) return s;
+  for (auto& sel : selections_) sel->thread = std::thread([this, s = sel.get()] { Run(*s); });
   return Status::Ok();
 }
 
@@ -37,70 +44,96 @@ void Informer<T>::Stop() {
     stop_ = true;
   }
   wait_cv_.notify_all();
-  if (!thread_.joinable()) return;
-  // A request may start just after a Stop() of the connection: keep aborting until done.
-  while (!done_) {
-    conn_.Stop();
-    std::unique_lock<std::mutex> lock(wait_mu_);
-    wait_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_.load(); });
+  for (auto& sel : selections_) {
+    if (!sel->thread.joinable()) continue;
+    // A request may start just after a Stop() of the connection: keep aborting until done.
+    while (!sel->done) {
+      sel->conn.Stop();
+      std::unique_lock<std::mutex> lock(wait_mu_);
+      wait_cv_.wait_for(lock, std::chrono::milliseconds(20), [&sel] { return sel->done.load(); });
+    }
+    sel->thread.join();
   }
-  thread_.join();
+}
+
+template <class T>
+bool Informer<T>::Synced() const {
+  for (const auto& sel : selections_)
+    if (!sel->synced) return false;
+  return true;
+}
+
+template <class T>
+const T* Informer<T>::FindLocked(const std::string& key) const {
+  for (const auto& sel : selections_) {
+    auto it = sel->items.find(key);
+    if (it != sel->items.end()) return &it->second;
+  }
+  return nullptr;
 }
 
 template <class T>
 std::optional<T> Informer<T>::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = items_.find(key);
-  if (it == items_.end()) return std::nullopt;
-  return it->second;
+  const T* found = FindLocked(key);
+  if (found == nullptr) return std::nullopt;
+  return *found;
 }
 
 template <class T>
 void Informer<T>::ForEach(const std::function<void(const T&)>& fn) const {
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& [key, obj] : items_) fn(obj);
+  for (size_t i = 0; i < selections_.size(); ++i)
+    for (const auto& [key, obj] : selections_[i]->items) {
+      bool earlier = false;  // given already, from an earlier selection
+      for (size_t j = 0; j < i && !earlier; ++j) earlier = selections_[j]->items.count(key) > 0;
+      if (!earlier) fn(obj);
+    }
 }
 
 template <class T>
 size_t Informer<T>::Size() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return items_.size();
+  size_t n = 0;
+  for (const auto& sel : selections_) n += sel->items.size();
+  return n;
 }
 
 template <class T>
-void Informer<T>::Run() {
+void Informer<T>::Run(Selection& sel) {
   std::string rv;
   int failures = 0;
   RelistBackoff relist_backoff(std::chrono::steady_clock::now());
+  const std::string what = kind_ + (sel.label_selector.empty() ? "" : " (" + sel.label_selector + ")");
   while (!Stopping()) {
-    Status s = rv.empty() ? Relist(&rv) : Watch(&rv);
+    Status s = rv.empty() ? Relist(sel, &rv) : Watch(sel, &rv);
     if (Stopping()) break;
     if (s.ok()) {
       failures = 0;
       continue;
     }
     if (s.code() == Status::kGone) {
-      const long delay = relist_backoff.Next(std::chrono::steady_clock::now(), rng_).count();
-      LogInfo(kind_ + " watch: resourceVersion too old (410); listing again in " + std::to_string(delay) + " ms");
+      const long delay = relist_backoff.Next(std::chrono::steady_clock::now(), sel.rng).count();
+      LogInfo(what + " watch: resourceVersion too old (410); listing again in " + std::to_string(delay) + " ms");
       rv.clear();
       ++restarts_;
       Sleep(std::chrono::milliseconds(delay));
       continue;
     }
     ++restarts_;
-    int retry_after = conn_.last_retry_after();
-    long delay = BackoffDelay(std::chrono::milliseconds(500), std::chrono::seconds(30), failures++, rng_).count();
+    int retry_after = sel.conn.last_retry_after();
+    long delay = BackoffDelay(std::chrono::milliseconds(500), std::chrono::seconds(30), failures++, sel.rng).count();
     if (delay < retry_after * 1000L) delay = retry_after * 1000L;
-    LogWarn(kind_ + " " + (rv.empty() ? "list" : "watch") + " failed: " + s.message() + "; retrying in " +
+    LogWarn(what + " " + (rv.empty() ? "list" : "watch") + " failed: " + s.message() + "; retrying in " +
             std::to_string(delay) + " ms");
     Sleep(std::chrono::milliseconds(delay));
   }
-  done_ = true;
+  sel.done = true;
   wait_cv_.notify_all();
 }
 
 template <class T>
-Status Informer<T>::Relist(std::string* rv) {
+Status Informer<T>::Relist(Selection& sel, std::string* rv) {
   std::unordered_map<std::string, T> fresh;
   std::string token, list_rv;
   std::function<void(Result<T>)> add = [&](Result<T> obj) {
@@ -117,7 +150,7 @@ Status Informer<T>::Relist(std::string* rv) {
   // not by the size of the list.
   int limit = 500;
   for (;;) {
-    Result<ListPage> page = api_.List<T>(collection_, token, limit, add);
+    Result<ListPage> page = sel.api.template List<T>(collection_, token, limit, add, sel.label_selector);
     if (!page.ok() && page.status().code() == Status::kTooLarge && limit > 1) {
       limit /= 2;
       LogDebug(1, kind_ + ": list page too long; asking for " + std::to_string(limit) + " at a time");
@@ -129,21 +162,22 @@ Status Informer<T>::Relist(std::string* rv) {
     if (token.empty() || Stopping()) break;
   }
   std::vector<std::string> changed;
+  size_t listed = fresh.size();
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& [key, obj] : fresh) {
-      auto it = items_.find(key);
-      if (it == items_.end() || it->second.meta.resource_version != obj.meta.resource_version) changed.push_back(key);
+      auto it = sel.items.find(key);
+      if (it == sel.items.end() || it->second.meta.resource_version != obj.meta.resource_version) changed.push_back(key);
     }
-    for (const auto& [key, obj] : items_)
+    for (const auto& [key, obj] : sel.items)
       if (fresh.find(key) == fresh.end()) changed.push_back(key);
-    items_.swap(fresh);
+    sel.items.swap(fresh);
   }
   *rv = list_rv;
-  synced_ = true;
+  sel.synced = true;
   std::unordered_map<std::string, T>().swap(fresh);
   ReleaseFreeMemory();  // the previous cache and the list's buffers are gone
-  LogDebug(1, kind_ + ": listed " + std::to_string(Size()) + " at resourceVersion " + list_rv);
+  LogDebug(1, kind_ + ": listed " + std::to_string(listed) + " at resourceVersion " + list_rv);
   for (const std::string& key : changed) {
     std::optional<T> now = Get(key);
     handler_(key, now ? &*now : nullptr);
@@ -152,17 +186,18 @@ Status Informer<T>::Relist(std::string* rv) {
 }
 
 template <class T>
-Status Informer<T>::Watch(std::string* rv) {
+Status Informer<T>::Watch(Selection& sel, std::string* rv) {
   std::uniform_int_distribution<int> spread(300, 600);  // like client-go: 5 to 10 minutes
-  error_ = Status::Ok();
-  Status s = api_.Watch<T>(collection_, *rv, spread(rng_), [&](const WatchEvent<T>& ev) { return Apply(ev, rv); });
-  return error_.ok() ? s : error_;
+  sel.error = Status::Ok();
+  Status s = sel.api.template Watch<T>(
+      collection_, *rv, spread(sel.rng), [&](const WatchEvent<T>& ev) { return Apply(sel, ev, rv); }, sel.label_selector);
+  return sel.error.ok() ? s : sel.error;
 }
 
 template <class T>
-bool Informer<T>::Apply(const WatchEvent<T>& ev, std::string* rv) {
+bool Informer<T>::Apply(Selection& sel, const WatchEvent<T>& ev, std::string* rv) {
   if (ev.type == "ERROR") {
-    error_ = Status(ev.code == 410 ? Status::kGone : Status::kUnavailable, kind_ + " watch error: " + ev.message);
+    sel.error = Status(ev.code == 410 ? Status::kGone : Status::kUnavailable, kind_ + " watch error: " + ev.message);
     return false;
   }
   if (ev.type == "BOOKMARK") {
@@ -178,15 +213,18 @@ bool Informer<T>::Apply(const WatchEvent<T>& ev, std::string* rv) {
   std::string key = KeyOf(obj.meta);
   *rv = obj.meta.resource_version;
   const bool removed = ev.type == "DELETED";
+  std::optional<T> elsewhere;  // a removed object still in another selection
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (removed) {
-      items_.erase(key);
+      sel.items.erase(key);
+      if (selections_.size() > 1)
+        if (const T* other = FindLocked(key)) elsewhere = *other;
     } else {
-      items_[key] = obj;
+      sel.items[key] = obj;
     }
   }
-  handler_(key, removed ? nullptr : &obj);
+  handler_(key, !removed ? &obj : elsewhere ? &*elsewhere : nullptr);
   return !Stopping();
 }
 

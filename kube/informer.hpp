@@ -5,8 +5,10 @@
 // object's key. One thread per informer.
 // Objects are cached as the transform leaves them (the controller's keep only the fields its
 // decisions read). Defined in informer.cpp for T = Claim, Volume, StorageClass and Node.
+// It may watch several label selections of one collection at once (SetSelections), each with
+// its own list, watch and thread, into one cache: the API server cannot OR two selectors.
 // Get, ForEach, Size, Synced and WatchRestarts may be called from any thread; the handler runs
-// on the informer's thread.
+// on the thread of the selection that changed.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -39,20 +41,30 @@ class Informer {
 
   Informer(std::string kind, std::string collection, Transform transform, std::shared_ptr<const ApiEndpoint> ep,
            Handler handler)
-      : kind_(std::move(kind)), collection_(std::move(collection)), transform_(transform), conn_(ep), api_(&conn_),
-        handler_(std::move(handler)), rng_(std::random_device{}()) {}
+      : kind_(std::move(kind)), collection_(std::move(collection)), transform_(transform), ep_(std::move(ep)),
+        handler_(std::move(handler)) {
+    SetSelections({""});
+  }
 
   ~Informer() { Stop(); }
 
-  // Prepares the connection and starts the thread (list, then watch, until Stop). Errors:
-  // those of ApiConnection::Init; no thread is started then.
+  // Watches these label selections (labelSelector values; "" is the whole collection) instead
+  // of the whole collection. Call before Start. The selections should not overlap: an object
+  // in two of them is cached twice (Get and ForEach give it once). An object that moves from
+  // one selection to another (its labels changed) is removed from one and added to the other,
+  // in an order no one controls: for a moment it may be in neither, which the handler sees as
+  // a removal.
+  void SetSelections(const std::vector<std::string>& label_selectors);
+
+  // Prepares the connections and starts one thread per selection (list, then watch, until
+  // Stop). Errors: those of ApiConnection::Init; no thread is started then.
   Status Start();
 
-  // Ends the watch (aborting a stream in progress) and joins the thread.
+  // Ends the watches (aborting a stream in progress) and joins the threads.
   void Stop();
 
-  // True once the first list is in the cache.
-  bool Synced() const { return synced_; }
+  // True once the first list of every selection is in the cache.
+  bool Synced() const;
   // Watches restarted for any reason (stream ended, error, 410).
   long WatchRestarts() const { return restarts_; }
 
@@ -63,22 +75,41 @@ class Informer {
   // lock: fn must not call this informer.
   void ForEach(const std::function<void(const T&)>& fn) const;
 
-  // How many objects are cached.
+  // How many objects are cached (one moving between selections may count twice for a moment).
   size_t Size() const;
 
  private:
-  // The thread: list, then watch from where the list or the last event left off, until Stop.
-  void Run();
+  // One selection: its connection, thread and part of the cache.
+  struct Selection {
+    Selection(std::shared_ptr<const ApiEndpoint> ep, std::string selector)
+        : label_selector(std::move(selector)), conn(std::move(ep)), api(&conn), rng(std::random_device{}()) {}
+    std::string label_selector;
+    ApiConnection conn;
+    KubeApi api;
+    std::thread thread;
+    std::unordered_map<std::string, T> items;  // under the informer's mu_
+    Status error;                              // an ERROR event that ended the watch
+    std::atomic<bool> synced{false};
+    std::atomic<bool> done{false};
+    std::mt19937 rng;
+  };
 
-  // Lists the collection in pages into a fresh cache, swaps it in, and calls the handler for
+  // A selection's thread: list, then watch from where the list or the last event left off,
+  // until Stop.
+  void Run(Selection& sel);
+
+  // Lists the selection in pages into a fresh cache, swaps it in, and calls the handler for
   // each key added, changed or removed; *rv is the list's resourceVersion.
-  Status Relist(std::string* rv);
+  Status Relist(Selection& sel, std::string* rv);
 
-  Status Watch(std::string* rv);
+  Status Watch(Selection& sel, std::string* rv);
 
   // Applies one watch event to the cache; false ends the watch (an ERROR event, whose Status
-  // Watch then returns through error_, or stopping).
-  bool Apply(const WatchEvent<T>& ev, std::string* rv);
+  // Watch then returns through sel.error, or stopping).
+  bool Apply(Selection& sel, const WatchEvent<T>& ev, std::string* rv);
+
+  // The cached object of `key` in any selection; mu_ held.
+  const T* FindLocked(const std::string& key) const;
 
   bool Stopping();
 
@@ -86,18 +117,12 @@ class Informer {
 
   std::string kind_, collection_;
   Transform transform_;
-  ApiConnection conn_;
-  KubeApi api_;
+  std::shared_ptr<const ApiEndpoint> ep_;
   Handler handler_;
-  Status error_;  // an ERROR event that ended the watch
-  std::thread thread_;
+  std::vector<std::unique_ptr<Selection>> selections_;
   mutable std::mutex mu_;
-  std::unordered_map<std::string, T> items_;
-  std::atomic<bool> synced_{false};
   std::atomic<long> restarts_{0};
-  std::atomic<bool> done_{false};
   std::mutex wait_mu_;
   std::condition_variable wait_cv_;
   bool stop_ = false;
-  std::mt19937 rng_;
 };

@@ -17,6 +17,12 @@ Result<Volume> KubeApi::GetVolume(const std::string& name) {
   return FromJsonText<Volume>(r->body);
 }
 
+Result<Claim> KubeApi::GetClaim(const std::string& ns, const std::string& name) {
+  auto r = conn_->Request("GET", "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name);
+  if (Status s = Check(r, "get PersistentVolumeClaim " + ns + "/" + name); !s.ok()) return s;
+  return FromJsonText<Claim>(r->body);
+}
+
 Status KubeApi::SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers) {
   auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
                           FinalizersPatchJson(v.meta.resource_version, finalizers), "application/merge-patch+json");
@@ -27,6 +33,18 @@ Status KubeApi::SetVolumeAnnotation(const Volume& v, const std::string& key, con
   auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name,
                           SetAnnotationJson(v.meta.resource_version, key, value), "application/merge-patch+json");
   return Check(r, "annotate PersistentVolume " + v.meta.name);
+}
+
+Status KubeApi::SetVolumeLabel(const Volume& v, const std::string& key, const std::string& value) {
+  auto r = conn_->Request("PATCH", std::string(api::kVolumes) + "/" + v.meta.name, SetLabelJson(v.meta.uid, key, value),
+                          "application/merge-patch+json");
+  return Check(r, "label PersistentVolume " + v.meta.name);
+}
+
+Status KubeApi::SetClaimLabel(const Claim& c, const std::string& key, const std::string& value) {
+  auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + c.meta.namespace_ + "/persistentvolumeclaims/" + c.meta.name,
+                          SetLabelJson(c.meta.uid, key, value), "application/merge-patch+json");
+  return Check(r, "label PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
 }
 
 Status KubeApi::DeleteVolume(const std::string& name, const std::string& uid) {

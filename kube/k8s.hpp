@@ -37,12 +37,14 @@ class KubeApi {
   // One page of a collection: at most `limit` items and, unless limit is 1, at most
   // kMaxPageBytes of JSON (a longer page is kTooLarge: ask again for fewer). Follow
   // continue_token while it is not empty. Each item goes to on_item as FromJson<T> reads it.
+  // `label_selector`: only the items it selects ("": all).
   static constexpr size_t kMaxPageBytes = size_t{4} << 20;
   template <class T>
   Result<ListPage> List(const std::string& collection, const std::string& continue_token, int limit,
-                        const std::function<void(Result<T>)>& on_item) {
+                        const std::function<void(Result<T>)>& on_item, const std::string& label_selector = "") {
     std::string path = collection + "?limit=" + std::to_string(limit);
     if (!continue_token.empty()) path += "&continue=" + api::QueryEscape(continue_token);
+    if (!label_selector.empty()) path += "&labelSelector=" + api::QueryEscape(label_selector);
     auto r = conn_->Request("GET", path, "", "application/json", std::chrono::seconds(0),
                             limit > 1 ? kMaxPageBytes : kMaxObjectBytes);
     if (Status s = Check(r, "list " + collection); !s.ok()) return s;
@@ -54,11 +56,13 @@ class KubeApi {
   // Watches a collection from `resource_version` for about timeout_seconds; each line goes to
   // on_event as ParseWatchEvent<T> reads it (an unreadable line ends the watch with its error).
   // Returns when the server ends the stream, on_event returns false, or on an error.
+  // `label_selector`: only the objects it selects; one that stops being selected comes as DELETED.
   template <class T>
   Status Watch(const std::string& collection, const std::string& resource_version, int timeout_seconds,
-               const std::function<bool(const WatchEvent<T>&)>& on_event) {
+               const std::function<bool(const WatchEvent<T>&)>& on_event, const std::string& label_selector = "") {
     std::string path = collection + "?watch=true&allowWatchBookmarks=true&resourceVersion=" +
                        api::QueryEscape(resource_version) + "&timeoutSeconds=" + std::to_string(timeout_seconds);
+    if (!label_selector.empty()) path += "&labelSelector=" + api::QueryEscape(label_selector);
     Status line_error;
     Status s = conn_->Stream(
         path,
@@ -74,12 +78,17 @@ class KubeApi {
   Status CreateVolume(const Volume& v);
 
   Result<Volume> GetVolume(const std::string& name);
+  Result<Claim> GetClaim(const std::string& ns, const std::string& name);
 
   // Sets the PV's finalizers, if its resourceVersion is still the one in `v` (else kConflict).
   Status SetVolumeFinalizers(const Volume& v, const std::vector<std::string>& finalizers);
 
   // Sets an annotation of the PV, if its resourceVersion is still the one in `v` (else kConflict).
   Status SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value);
+
+  // Sets a label of the PV (or the claim), if its uid is still the one in `v` (else kConflict).
+  Status SetVolumeLabel(const Volume& v, const std::string& key, const std::string& value);
+  Status SetClaimLabel(const Claim& c, const std::string& key, const std::string& value);
 
   // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
   Status DeleteVolume(const std::string& name, const std::string& uid);

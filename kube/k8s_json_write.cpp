@@ -119,6 +119,12 @@ std::string RemoveAnnotationJson(const std::string& uid, const std::string& key)
       .serialize();
 }
 
+std::string SetLabelJson(const std::string& uid, const std::string& key, const std::string& value) {
+  using namespace k8s_json_detail;
+  return Value(Object{{"metadata", Value(Object{{"labels", Value(Object{{key, Str(value)}})}, {"uid", Str(uid)}})}})
+      .serialize();
+}
+
 std::string SetAnnotationJson(const std::string& resource_version, const std::string& key, const std::string& value) {
   using namespace k8s_json_detail;
   return Value(Object{{"metadata", Value(Object{{"annotations", Value(Object{{key, Str(value)}})},

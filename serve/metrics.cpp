@@ -151,6 +151,15 @@ std::string MetricsText(Controller& controller, RequestCounter& requests, const 
   for (const auto& [k, n] : requests.Snapshot())
     o << p << "api_requests_total{verb=\"" << std::get<0>(k) << "\",resource=\"" << Label(std::get<1>(k)) << "\",code=\""
       << std::get<2>(k) << "\"} " << n << "\n";
+  o << "# HELP " << p << "cached_objects Claims and PVs held in the watch caches (node-aware: this node's, the shared "
+    << "ones, and the PVs with no node label).\n# TYPE " << p << "cached_objects gauge\n";
+  o << p << "cached_objects{kind=\"PersistentVolumeClaim\"} " << controller.CachedClaims() << "\n";
+  o << p << "cached_objects{kind=\"PersistentVolume\"} " << controller.CachedVolumes() << "\n";
+  o << "# HELP " << p << "dispatcher 1 while this instance holds the dispatch Lease and labels claims with their nodes "
+    << "(node-aware mode).\n# TYPE " << p << "dispatcher gauge\n" << p << "dispatcher "
+    << (controller.dispatcher().Leading() ? 1 : 0) << "\n";
+  o << "# HELP " << p << "claims_dispatched_total Claims this instance labelled with their node.\n# TYPE " << p
+    << "claims_dispatched_total counter\n" << p << "claims_dispatched_total " << controller.dispatcher().Labelled() << "\n";
   std::ostringstream free, total;
   for (const Roots::Ref& root : roots.Opened()) {
     uint64_t free_bytes = 0, total_bytes = 0;

@@ -15,27 +15,58 @@ Cloning::Cloning(const Config& cfg, const Informer<Claim>* claims, const Informe
       created_(created), space_waiters_(space_waiters), recorder_(recorder), stats_(stats),
       used_bytes_(std::move(used_bytes)), wake_(std::move(wake)) {}
 
-Action Cloning::Decide(const std::string& key, const Claim& claim, const StorageClass* sc, const Volume* existing,
+Action Cloning::Decide(WorkerApi& w, const std::string& key, const Claim& claim, const StorageClass* sc, const Volume* existing,
                        const std::string& pv_name) {
   // Its source as the caches hold it.
   std::optional<Claim> source_claim;
   std::optional<Volume> source_volume;
   const std::string source_key = CloneSourceKey(claim);
+  bool read_through = false;  // the source was read from the API, not the caches
   if (!source_key.empty()) {
     source_claim = claims_->Get(source_key);
     if (source_claim && !source_claim->volume_name.empty()) source_volume = volumes_->Get(source_claim->volume_name);
+    if (!cfg_.node_name.empty()) read_through = ReadSource(w, source_key, &source_claim, &source_volume);
   }
   Action a = DecideClone(cfg_, claim, sc, existing,
                          {source_claim ? &*source_claim : nullptr, source_volume ? &*source_volume : nullptr,
                           !source_key.empty() && cloner_->Has(pv_name)});
   // A clone that may yet be made is looked at again when its source, or the source's volume,
   // changes (it binds: the claim's volumeName, then its phase; the volume appears). A change
-  // between the reads above and now found no waiter: then it is looked at again at once.
+  // between the reads above and now found no waiter: then it is looked at again at once. (A
+  // source read from the API is not watched here: its clone is retried with backoff.)
   if (a.kind == Action::kFail && a.retry && !source_key.empty()) {
     waiters_.Add(source_key, key);
-    if (SourceSeen(source_key) != SourceSeen(source_claim, source_volume)) wake_("claim/" + key);
+    if (!read_through && SourceSeen(source_key) != SourceSeen(source_claim, source_volume)) wake_("claim/" + key);
   }
   return a;
+}
+
+// Node-aware, the caches hold only this node's claims and PVs: a source they miss may be
+// another node's. Read as the caches would hold it. An error leaves it missing (the decision
+// then waits for it, and is retried).
+bool Cloning::ReadSource(WorkerApi& w, const std::string& source_key, std::optional<Claim>* claim,
+                         std::optional<Volume>* volume) {
+  const bool missing = !*claim || (!(*claim)->volume_name.empty() && !*volume);
+  if (!*claim) {
+    const size_t slash = source_key.find('/');
+    Result<Claim> c = w.api.GetClaim(source_key.substr(0, slash), source_key.substr(slash + 1));
+    if (c.ok()) {
+      SlimForCache(&*c);
+      *claim = *c;
+    } else if (c.status().code() != Status::kNotFound) {
+      LogWarn("reading the claim to clone, " + source_key + ": " + c.status().message());
+    }
+  }
+  if (*claim && !(*claim)->volume_name.empty() && !*volume) {
+    Result<Volume> v = w.api.GetVolume((*claim)->volume_name);
+    if (v.ok()) {
+      SlimForCache(&*v);
+      *volume = *v;
+    } else if (v.status().code() != Status::kNotFound) {
+      LogWarn("reading the volume of the claim to clone, " + source_key + ": " + v.status().message());
+    }
+  }
+  return missing;
 }
 
 void Cloning::SourceChanged(const std::string& source_key) {

@@ -31,10 +31,13 @@ class Cloning {
           ControllerStats* stats, UsedBytes used_bytes, Wake wake);
 
   // DecideClone for the clone `claim` (of key `key`; its volume to be `pv_name`, `existing`
-  // if the cache holds it), with its source as the caches hold it now. A clone that may yet be
+  // if the cache holds it), with its source as the caches hold it now; node-aware, a source
+  // (or its volume) the caches do not hold is read through `w` (it may be another node's,
+  // which this instance does not watch: that is how it knows to leave the clone to that node).
+  // A clone that may yet be
   // made (a retried kFail) waits for its source: it is looked at again when the source, or the
   // source's volume, changes (SourceChanged), or at once when either changed while it was read.
-  Action Decide(const std::string& key, const Claim& claim, const StorageClass* sc, const Volume* existing,
+  Action Decide(WorkerApi& w, const std::string& key, const Claim& claim, const StorageClass* sc, const Volume* existing,
                 const std::string& pv_name);
 
   // The claim of key `source_key`, or its volume, changed: the clones waiting for it are
@@ -51,6 +54,8 @@ class Cloning {
 
  private:
   Outcome Failed(const Claim& claim, const Action& a, const Status& s);
+  // Reads the source claim and its volume that the caches miss (node-aware); true if it read.
+  bool ReadSource(WorkerApi& w, const std::string& source_key, std::optional<Claim>* claim, std::optional<Volume>* volume);
   // What a clone's sync read of its source: the claim's and its volume's resourceVersions ...
   static std::string SourceSeen(const std::optional<Claim>& c, const std::optional<Volume>& v);
   // ... and what the caches hold of it now.

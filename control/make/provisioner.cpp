@@ -39,7 +39,7 @@ Outcome Provisioner::Sync(WorkerApi& w, const std::string& key, const Claim& cla
   const bool made = created_->Contains(pv_name);
   std::optional<Volume> existing = volumes_->Get(pv_name);
   if (!existing && made) return Outcome::Done();  // made it; its watch event is on the way
-  Action a = cloning_ ? cloning_->Decide(key, claim, sc, existing ? &*existing : nullptr, pv_name)
+  Action a = cloning_ ? cloning_->Decide(w, key, claim, sc, existing ? &*existing : nullptr, pv_name)
                       : DecideClone(cfg_, claim, sc, existing ? &*existing : nullptr, {});
   if (a.kind != Action::kNothing && root_moved_("claim/" + key)) return Outcome::Retry();
   switch (a.kind) {

@@ -7,11 +7,12 @@
 #include <vector>
 
 #include "base/log.hpp"
+#include "decide/node_labels.hpp"
 #include "decide/reconcile.hpp"
 
 NodeCleanup::NodeCleanup(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Informer<Volume>* volumes,
                          EventRecorder* recorder)
-    : cfg_(cfg), volumes_(volumes), recorder_(recorder),
+    : cfg_(cfg), ep_(ep), volumes_(volumes), recorder_(recorder),
       nodes_("Nodes", api::kNodes, &SlimForCache, std::move(ep), [this](const std::string&, const Node*) { Changed(); }),
       gone_(std::chrono::seconds(cfg.deleted_node_cleanup_seconds)) {}
 
@@ -38,10 +39,21 @@ void NodeCleanup::Stop() {
 
 Status NodeCleanup::CleanUp(KubeApi& api, const std::string& node) {
   if (Status s = api.GetNode(node); s.code() != Status::kNotFound) return s;  // back, or the API cannot say: not now
-  std::vector<std::string> names;
-  volumes_->ForEach([&](const Volume& v) {
-    if (NodeOfOurs(v) == node) names.push_back(v.meta.name);
+  std::set<std::string> names;
+  volumes_->ForEach([&](const Volume& v) {  // shared ones, and ours from before the node label
+    if (NodeOfOurs(v) == node) names.insert(v.meta.name);
   });
+  std::string token;
+  do {  // the ones labelled with its node, which no other node's instance caches
+    Result<ListPage> page = api.List<Volume>(
+        api::kVolumes, token, 500,
+        [&](Result<Volume> v) {
+          if (v.ok() && NodeOfOurs(*v) == node) names.insert(v->meta.name);
+        },
+        std::string(node_label::kKey) + "=" + NodeLabelValue(node));
+    if (!page.ok()) return page.status();
+    token = page->continue_token;
+  } while (!token.empty());
   Status failed = Status::Ok();
   const std::string why = "node " + node + " was deleted and has not come back within DELETED_NODE_CLEANUP_DELAY (" +
                           std::to_string(cfg_.deleted_node_cleanup_seconds) + " s)";
@@ -93,6 +105,12 @@ void NodeCleanup::Changed() {
 // the delay. Looks when a Node changes, when a missing one becomes due, and every few
 // seconds to a minute (volumes made meanwhile).
 void NodeCleanup::Janitor() {
+  ApiConnection conn(ep_);
+  KubeApi api(&conn);
+  if (Status s = conn.Init(); !s.ok()) {
+    LogError("deleted-node cleanup: " + s.message());
+    return;
+  }
   const auto period = std::chrono::seconds(std::clamp(cfg_.deleted_node_cleanup_seconds / 4, 1, 60));
   auto next = GoneNodes::Clock::now() + period;
   for (;;) {
@@ -105,14 +123,34 @@ void NodeCleanup::Janitor() {
     const auto now = GoneNodes::Clock::now();
     next = now + period;
     if (!ready_() || !nodes_.Synced()) continue;
-    std::set<std::string> named, present;
+    if (!seeded_) seeded_ = NodesOfLabelledVolumes(api, &seen_);
+    std::set<std::string> named = seen_, present;
     volumes_->ForEach([&](const Volume& v) {
       if (std::string node = NodeOfOurs(v); !node.empty()) named.insert(node);
     });
     nodes_.ForEach([&](const Node& n) { present.insert(n.meta.name); });
+    seen_.insert(present.begin(), present.end());
     for (const std::string& node : gone_.Due(now, named, present)) due_(node);
     if (gone_.NextDue() > now) next = std::min(next, gone_.NextDue());
   }
+}
+
+bool NodeCleanup::NodesOfLabelledVolumes(KubeApi& api, std::set<std::string>* nodes) const {
+  std::string token;
+  do {
+    Result<ListPage> page = api.List<Volume>(
+        api::kVolumes, token, 500,
+        [&](Result<Volume> v) {
+          if (std::string node = v.ok() ? NodeOfOurs(*v) : ""; !node.empty()) nodes->insert(node);
+        },
+        node_label::kKey);
+    if (!page.ok()) {
+      LogWarn("deleted-node cleanup: listing the labelled PVs: " + page.status().message() + "; will retry");
+      return false;
+    }
+    token = page->continue_token;
+  } while (!token.empty());
+  return true;
 }
 
 // The node a volume of ours was made on (node-aware mode); "" for any other volume.

@@ -2,11 +2,17 @@
 // only): a Node watch and a janitor thread that finds the nodes volumes of ours name and whose
 // Node object has been missing for the delay (gone_nodes.hpp) and hands each to the
 // controller's queue; then, on a worker, the claims and PVs made on that node are deleted.
+// An instance's cache holds only its own node's PVs (node_labels.hpp), so the nodes that PVs
+// name are: those the cache names, every node the watch has seen (a PV is made on a node that
+// exists), and, once, those a list of the labelled PVs names (a node deleted while no
+// instance watched). The janitor looks only while `ready()`: the controller passes "holds the
+// dispatch lease", so one instance does it.
 #pragma once
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -46,12 +52,17 @@ class NodeCleanup {
   void Changed();
   void Janitor();
   std::string NodeOfOurs(const Volume& v) const;
+  // The nodes the labelled PVs of ours name (one paged list); false if the list failed.
+  bool NodesOfLabelledVolumes(KubeApi& api, std::set<std::string>* nodes) const;
 
   const Config& cfg_;
+  std::shared_ptr<ApiEndpoint> ep_;
   Informer<Volume>* volumes_;
   EventRecorder* recorder_;
   Informer<Node> nodes_;
   GoneNodes gone_;  // the janitor's own
+  std::set<std::string> seen_;  // the janitor's own: every node seen, and those labelled PVs named
+  bool seeded_ = false;         // the janitor's own: the list of labelled PVs was read
   std::function<bool()> ready_;
   std::function<void(const std::string&)> due_;
   std::thread janitor_;

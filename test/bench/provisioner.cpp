@@ -18,7 +18,8 @@ Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const 
   env.insert({{"PV_DIR", pv_dir},
               {"KUBECONFIG", fake.dir() + "/provisioner.kubeconfig"},
               {"METRICS_ADDRESS", "127.0.0.1:" + std::to_string(port)},
-              {"LOG_LEVEL", "0"}});
+              {"LOG_LEVEL", "0"},
+              {"LEADER_ELECT_NAMESPACE", "kube-system"}});
   int64_t t0 = NowNs();
   p.proc = std::make_unique<harness::Process>(std::vector<std::string>{harness::Env("PROVISIONER", "./hostpath-provisioner")},
                                               env, log);

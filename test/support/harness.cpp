@@ -304,6 +304,7 @@ Provisioner::Provisioner(const FakeApi& api, const std::string& pv_dir, std::map
   env.emplace("KUBECONFIG", api.dir() + "/provisioner.kubeconfig");
   env.emplace("METRICS_ADDRESS", "127.0.0.1:" + std::to_string(metrics_port_ = FreePort()));
   env.emplace("LOG_LEVEL", "1");
+  env.emplace("LEADER_ELECT_NAMESPACE", "kube-system");  // where the install's Role lets it hold leases
   static int runs = 0;
   log_ = api.dir() + ".provisioner." + std::to_string(++runs) + ".log";
   proc_ = std::make_unique<Process>(argv, env, log_);

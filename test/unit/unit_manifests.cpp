@@ -373,14 +373,15 @@ TEST_CASE("the install is exactly the manifests, each object has apiVersion, kin
     }
 }
 
-TEST_CASE("the node-aware install is exactly manifests/daemonset/: five objects, no kustomization among them", "[manifests]") {
+TEST_CASE("the node-aware install is exactly manifests/daemonset/: eight objects, no kustomization among them", "[manifests]") {
   CHECK(KubectlReads("manifests/daemonset") ==
         std::vector<std::string>(std::begin(kInstalledDaemonSet), std::end(kInstalledDaemonSet)));
-  CHECK(CheckObjects(KubectlReads("manifests/daemonset")) == 5);
+  CHECK(CheckObjects(KubectlReads("manifests/daemonset")) == 8);
   CHECK(Sorted(ObjectIds(KubectlReads("manifests/daemonset"))) ==
         Sorted({"ClusterRole hostpath-provisioner", "ClusterRoleBinding hostpath-provisioner",
                 "DaemonSet kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
-                "StorageClass hostpath"}));
+                "Lease kube-system/hostpath-provisioner.io-hostpath-dispatch", "Role kube-system/hostpath-provisioner",
+                "RoleBinding kube-system/hostpath-provisioner", "StorageClass hostpath"}));
 }
 
 TEST_CASE("the two installs share the names of their ServiceAccount, ClusterRole, ClusterRoleBinding and StorageClass",
@@ -392,7 +393,7 @@ TEST_CASE("the two installs share the names of their ServiceAccount, ClusterRole
   std::vector<std::string> node_aware = ObjectIds(KubectlReads("manifests/daemonset"));
   for (const std::string& id : node_aware) {
     INFO(id);
-    if (id.rfind("DaemonSet ", 0) == 0) continue;
+    if (id.rfind("DaemonSet ", 0) == 0 || id.rfind("Lease ", 0) == 0) continue;  // the dispatch Lease is its own
     CHECK(std::count(single.begin(), single.end(), id) == 1);
   }
   // The ServiceAccount both workloads run as is that one.
@@ -529,9 +530,16 @@ TEST_CASE("the install makes, before the Deployment, the empty Lease its pod ele
 TEST_CASE("the DaemonSet runs one node-aware instance per node: NODE_NAME from spec.nodeName, no leader election",
           "[manifests]") {
   auto docs = Docs("manifests/daemonset/daemonset.yaml");
-  REQUIRE(docs.size() == 1);
+  REQUIRE(docs.size() == 2);
   const picojson::value* ds = Find(docs, "DaemonSet");
   REQUIRE(ds);
+  // First, the empty Lease the instances elect their claim dispatcher with, in their namespace.
+  const picojson::value& lease = docs[0];
+  REQUIRE(Str(lease.get("kind")) == "Lease");
+  CHECK_FALSE(lease.get("spec").is<picojson::object>());
+  CHECK(Str(lease.get("metadata").get("namespace")) == Str(ds->get("metadata").get("namespace")));
+  std::map<std::string, std::string> ds_env = EnvOf(ds->get("spec").get("template").get("spec").get("containers").get(0));
+  CHECK(Str(lease.get("metadata").get("name")) == LeaseNameFor(ds_env["PROVISIONER_NAME"]) + "-dispatch");
   CHECK(Str(ds->get("apiVersion")) == "apps/v1");
   const picojson::value& spec = ds->get("spec");
   // One node at a time, and never two instances on one node (a surge would run a second
@@ -573,12 +581,13 @@ TEST_CASE("the DaemonSet's pod is the Deployment's but for the environment and t
   CHECK(a.serialize(true) == b.serialize(true));
 }
 
-TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching claims and getting nodes, no Lease",
+TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching and getting claims and getting nodes, and its Lease",
           "[manifests]") {
   using Grant = std::tuple<std::string, std::string, std::string>;
   std::set<Grant> expected = {
       {"", "persistentvolumeclaims", "list"},  {"", "persistentvolumeclaims", "watch"},
-      {"", "persistentvolumeclaims", "patch"},  // removes volume.kubernetes.io/selected-node
+      {"", "persistentvolumeclaims", "patch"},  // removes volume.kubernetes.io/selected-node; the node label
+      {"", "persistentvolumeclaims", "get"},    // the claim a clone copies, when another node's
       {"", "persistentvolumeclaims/status", "patch"},  // expansion: Resizing, then the new capacity
       {"", "persistentvolumes", "get"},        {"", "persistentvolumes", "list"},
       {"", "persistentvolumes", "watch"},      {"", "persistentvolumes", "create"},
@@ -588,18 +597,24 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
       {"", "nodes", "get"},  // does a node holding a finalizer on a volume on every node still exist?
   };
   CHECK(ClusterRoleGrants("manifests/daemonset/rbac.yaml") == expected);
-  // That is the single-node ClusterRole, plus the claim patch and the node get.
+  // That is the single-node ClusterRole, plus the claim patch and get and the node get.
   std::set<Grant> base = ClusterRoleGrants("manifests/rbac.yaml");
   base.emplace("", "persistentvolumeclaims", "patch");
+  base.emplace("", "persistentvolumeclaims", "get");
   base.emplace("", "nodes", "get");
   CHECK(base == expected);
 
-  // No Role, RoleBinding or lease at all; the binding gives the ClusterRole to the ServiceAccount.
+  // The Role grants the dispatch Lease only, in the ServiceAccount's namespace (as base's);
+  // the binding gives the ClusterRole to the ServiceAccount.
   auto docs = Docs("manifests/daemonset/rbac.yaml");
   std::vector<std::string> kinds;
   for (const auto& d : docs) kinds.push_back(Str(d.get("kind")));
-  CHECK(kinds == std::vector<std::string>{"ServiceAccount", "ClusterRole", "ClusterRoleBinding"});
-  CHECK(picojson::value(picojson::array(docs.begin(), docs.end())).serialize().find("lease") == std::string::npos);
+  CHECK(kinds == std::vector<std::string>{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"});
+  const picojson::value* role = Find(docs, "Role");
+  REQUIRE(role);
+  CHECK(Str(role->get("metadata").get("namespace")) == "kube-system");
+  CHECK(role->get("rules").serialize() ==
+        R"([{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}])");
   const picojson::value* binding = Find(docs, "ClusterRoleBinding");
   const picojson::value* sa = Find(docs, "ServiceAccount");
   REQUIRE(binding);
@@ -652,8 +667,10 @@ TEST_CASE("kubectl create -f reads the objects expected from each folder, and no
                                  "Role kube-system/hostpath-provisioner", "RoleBinding kube-system/hostpath-provisioner",
                                  "StorageClass hostpath"});
   CHECK(KubectlCreateDryRun("manifests/daemonset/") ==
-        std::vector<std::string>{"DaemonSet kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
+        std::vector<std::string>{"Lease kube-system/hostpath-provisioner.io-hostpath-dispatch",
+                                 "DaemonSet kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
                                  "ClusterRole hostpath-provisioner", "ClusterRoleBinding hostpath-provisioner",
+                                 "Role kube-system/hostpath-provisioner", "RoleBinding kube-system/hostpath-provisioner",
                                  "StorageClass hostpath"});
 }
 

@@ -1,0 +1,67 @@
+// The claim dispatcher (node-aware mode; decide/node_labels.hpp says why). The API server can
+// select claims by label but not by annotation, and the node a claim's volume goes to is an
+// annotation (the scheduler's selected-node, or ours). So one instance, the holder of the
+// dispatch Lease, watches every claim and labels each claim of ours with the node whose
+// instance acts on it (DispatchLabel); the others watch only their own node's claims. Every
+// instance takes part in the election: if the holder goes, another takes the lease once it has
+// been silent for a lease duration (at once if it was released), and claims wait meanwhile.
+// The holder keeps a slim copy of every claim (SlimForDispatch) only while it holds the lease.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/config.hpp"
+#include "kube/informer.hpp"
+#include "kube/k8s.hpp"
+#include "kube/leader.hpp"
+
+class Dispatcher {
+ public:
+  // The Lease the instances elect a dispatcher with.
+  struct LeaseSpec {
+    std::string ns, name, identity;
+    LeaseTimings timings;
+  };
+
+  // `classes` (the controller's cache) must outlive the dispatcher. Nothing starts before Start.
+  Dispatcher(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Informer<StorageClass>* classes);
+  ~Dispatcher();  // Stop
+
+  // Takes part in the election on a thread of its own; while this instance holds the lease,
+  // watches every claim and labels them.
+  void Start(LeaseSpec lease);
+
+  // Ends the election (giving the lease up if held) and the watch. Idempotent.
+  void Stop();
+
+  // Does this instance hold the dispatch lease now?
+  bool Leading() const { return leading_; }
+
+  // A class appeared or changed: the claims of that class are looked at again.
+  void ClassChanged(const std::string& name);
+
+  // Claims labelled by this instance (for /metrics and the benchmark).
+  long Labelled() const { return labelled_; }
+
+ private:
+  struct Term;  // what runs while this instance holds the lease
+
+  void Elect();
+  bool Stopping();
+
+  const Config& cfg_;
+  std::shared_ptr<ApiEndpoint> ep_;
+  const Informer<StorageClass>* classes_;
+  LeaseSpec lease_;
+  std::thread elector_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false, lost_ = false;
+  std::shared_ptr<Term> term_;  // under mu_
+  std::atomic<bool> leading_{false};
+  std::atomic<long> labelled_{0};
+};
