@@ -170,8 +170,12 @@ int main(int argc, char** argv) {
   const std::string identity = Identity();
   LeaderElector elector(*endpoint, lease_ns, LeaseNameFor(cfg.provisioner_name), identity, timings);
   // Node-aware: the instances elect one to label claims with their nodes (dispatcher.hpp).
-  if (!cfg.node_name.empty())
-    controller.SetDispatchLease({lease_ns, LeaseNameFor(cfg.provisioner_name) + "-dispatch", identity, timings});
+  // Every node stands: a candidate looks at the lease once a lease duration, not every retry.
+  if (!cfg.node_name.empty()) {
+    LeaseTimings dispatch = timings;
+    dispatch.candidate_period = timings.lease_duration;
+    controller.SetDispatchLease({lease_ns, LeaseNameFor(cfg.provisioner_name) + "-dispatch", identity, dispatch});
+  }
   if (cfg.leader_elect) {
     if (Status s = elector.Init(); !s.ok()) return Fail(1, s.message());
     controller.SetMayAct([&elector] { return elector.Leading(); });
@@ -218,6 +222,7 @@ int main(int argc, char** argv) {
     std::_Exit(1);
   }).detach();
   stopping = true;
+  elector.CancelAcquire();  // a standby stops waiting at once
   runner.join();
   // The lease goes only once this instance acts no more: a successor then takes over at once,
   // instead of a lease duration after a kubelet killed this pod at the end of its grace period.

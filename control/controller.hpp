@@ -91,10 +91,12 @@ class Controller {
   const CloneStats& clone_stats() const { return cloner_.stats(); }
   const UsageScanner& usage() const { return usage_; }
   const ArchivePass& archives() const { return archives_; }
-  const Dispatcher& dispatcher() const { return dispatcher_; }
+  Dispatcher& dispatcher() { return dispatcher_; }
   // How many claims and PVs the caches hold (node-aware: this node's and the shared ones).
   size_t CachedClaims() const { return claims_.Size(); }
   size_t CachedVolumes() const { return volumes_.Size(); }
+  // Claims, PVs and classes the watches received (events and listed objects), the dispatcher's too.
+  long WatchReceived() { return claims_.Received() + volumes_.Received() + classes_.Received() + dispatcher_.Received(); }
 
  private:
   // A worker thread and what only it uses.

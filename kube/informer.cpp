@@ -142,6 +142,7 @@ Status Informer<T>::Relist(Selection& sel, std::string* rv) {
       return;
     }
     if (transform_ != nullptr) transform_(&*obj);
+    ++received_;
     std::string key = KeyOf(obj->meta);
     fresh[key] = std::move(*obj);
   };
@@ -208,6 +209,7 @@ bool Informer<T>::Apply(Selection& sel, const WatchEvent<T>& ev, std::string* rv
     LogWarn(kind_ + ": skipping a watch event that cannot be read: " + ev.object.status().message());
     return !Stopping();
   }
+  ++received_;
   T obj = *ev.object;
   if (transform_ != nullptr) transform_(&obj);
   std::string key = KeyOf(obj.meta);

@@ -67,6 +67,8 @@ class Informer {
   bool Synced() const;
   // Watches restarted for any reason (stream ended, error, 410).
   long WatchRestarts() const { return restarts_; }
+  // Objects received: one per watch event (not bookmarks) and per listed object.
+  long Received() const { return received_; }
 
   // A copy of the cached object, if there is one.
   std::optional<T> Get(const std::string& key) const;
@@ -122,6 +124,7 @@ class Informer {
   std::vector<std::unique_ptr<Selection>> selections_;
   mutable std::mutex mu_;
   std::atomic<long> restarts_{0};
+  std::atomic<long> received_{0};
   std::mutex wait_mu_;
   std::condition_variable wait_cv_;
   bool stop_ = false;

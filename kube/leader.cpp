@@ -2,9 +2,19 @@
 // client-go's leaderelection (a Go library), with the difference the header states.
 #include "kube/leader.hpp"
 
+#include <algorithm>
+
 bool LeaderElector::Leading() const {
   const int64_t last = last_written_ms_;
   return last != 0 && NowMs() - last < std::chrono::duration_cast<std::chrono::milliseconds>(t_.renew_deadline).count();
+}
+
+void LeaderElector::CancelAcquire() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancel_ = true;
+  }
+  cv_.notify_all();
 }
 
 bool LeaderElector::Acquire(const std::function<bool()>& stopping) {
@@ -16,11 +26,27 @@ bool LeaderElector::Acquire(const std::function<bool()>& stopping) {
       return true;
     }
     if (!logged || s.code() != Status::kConflict) {
-      LogInfo("waiting for lease " + ns_ + "/" + name_ + ": " + s.message());
+      const std::string line = "waiting for lease " + ns_ + "/" + name_ + ": " + s.message();
+      if (s.code() == Status::kConflict) LogInfo(line); else LogWarn(line);
       logged = true;
     }
-    for (int i = 0; i < t_.retry_period.count() * 10 && !stopping(); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    long tenths = t_.retry_period.count() * 10;
+    if (s.code() == Status::kConflict && t_.candidate_period.count() > 0) {  // held: look again later, spread out
+      std::uniform_int_distribution<long> spread(0, t_.candidate_period.count() * 2);
+      tenths = t_.candidate_period.count() * 10 + spread(rng_);
+    }
+    // Asleep until the next look, or CancelAcquire; `stopping` is asked once a second.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(100 * tenths);
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cancel_ && std::chrono::steady_clock::now() < until) {
+      lock.unlock();
+      if (stopping()) return false;
+      lock.lock();
+      cv_.wait_for(lock, std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(1),
+                                                                        until - std::chrono::steady_clock::now()),
+                   [this] { return cancel_; });
+    }
+    if (cancel_) return false;
   }
   return false;
 }

@@ -25,6 +25,10 @@ struct LeaseTimings {
   std::chrono::seconds lease_duration{30};  // a holder silent this long is presumed gone
   std::chrono::seconds renew_deadline{20};  // the holder gives up if it cannot renew within this
   std::chrono::seconds retry_period{5};     // between tries, for candidates and renewals
+  // Between a candidate's looks at a lease another holds (0: retry_period). Many candidates
+  // (one per node) look less often: each look is a GET to the API server. A holder that stops
+  // is then replaced within about twice this plus the lease duration.
+  std::chrono::seconds candidate_period{0};
 };
 
 // Leading() may be called from any thread; Acquire, StartRenewing, StopRenewing and Release
@@ -45,8 +49,12 @@ class LeaderElector {
   // than that, before the renewer has had a chance to notice that another instance took over.
   bool Leading() const;
 
-  // Blocks until this process holds the lease (true), or `stopping` turns true (false).
+  // Blocks until this process holds the lease (true), or `stopping` turns true (asked between
+  // tries, and once a second while waiting), or CancelAcquire is called (false).
   bool Acquire(const std::function<bool()>& stopping);
+
+  // Makes Acquire return false at once (from any thread), now and later.
+  void CancelAcquire();
 
   // Renews on a thread every retry period; if no renewal succeeds for renew_deadline, or at
   // once if the lease is gone (deleted), calls on_lost once (the caller must stop acting as
@@ -89,6 +97,8 @@ class LeaderElector {
   std::condition_variable cv_;
   bool stop_ = false;
   bool renewer_done_ = false;  // the renewer's thread has ended (or is about to)
+  bool cancel_ = false;        // CancelAcquire was called
+  std::mt19937 rng_{std::random_device{}()};  // spreads candidates' looks
 };
 
 // A lease name from the provisioner name: "hostpath-provisioner.io/hostpath" ->

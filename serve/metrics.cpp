@@ -160,6 +160,9 @@ std::string MetricsText(Controller& controller, RequestCounter& requests, const 
     << (controller.dispatcher().Leading() ? 1 : 0) << "\n";
   o << "# HELP " << p << "claims_dispatched_total Claims this instance labelled with their node.\n# TYPE " << p
     << "claims_dispatched_total counter\n" << p << "claims_dispatched_total " << controller.dispatcher().Labelled() << "\n";
+  o << "# HELP " << p << "watch_objects_total Claims, PVs and classes received by the watches (events and listed "
+    << "objects).\n# TYPE " << p << "watch_objects_total counter\n" << p << "watch_objects_total "
+    << controller.WatchReceived() << "\n";
   std::ostringstream free, total;
   for (const Roots::Ref& root : roots.Opened()) {
     uint64_t free_bytes = 0, total_bytes = 0;

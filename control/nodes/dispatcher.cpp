@@ -1,60 +1,94 @@
 // The claim dispatcher: the bodies (dispatcher.hpp has the contracts).
 #include "control/nodes/dispatcher.hpp"
 
+#include <algorithm>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
 #include "base/log.hpp"
 #include "base/queue.hpp"
 #include "decide/cache_slim.hpp"
 #include "decide/node_labels.hpp"
 
-// While this instance holds the lease: a watch of every claim, and one worker that labels them.
+// While this instance holds the lease: a watch of every claim, and workers that label them
+// (several, each with its own connection: a burst of claims is labelled in parallel).
 struct Dispatcher::Term {
+  struct Labeller {
+    explicit Labeller(std::shared_ptr<const ApiEndpoint> ep) : conn(std::move(ep)), api(&conn) {}
+    ApiConnection conn;
+    KubeApi api;
+    std::thread thread;
+  };
+
   Term(Dispatcher* d, LeaderElector* elector)
-      : d(d), elector(elector), conn(d->ep_), api(&conn),
+      : d(d), elector(elector),
         claims("PersistentVolumeClaims (dispatch)", api::kClaims, &SlimForDispatch, d->ep_,
                [this](const std::string& key, const Claim* c) {
-                 if (c != nullptr) queue.Add(key);
-               }) {}
+                 if (c != nullptr) {
+                   queue.Add(key);
+                 } else {
+                   std::lock_guard<std::mutex> lock(sent_mu);  // gone: forget it
+                   sent.erase(key);
+                 }
+               }) {
+    for (int i = 0; i < std::max(1, d->cfg_.workers); ++i) labellers.push_back(std::make_unique<Labeller>(d->ep_));
+  }
 
   Status Start() {
-    if (Status s = conn.Init(); !s.ok()) return s;
+    for (auto& l : labellers)
+      if (Status s = l->conn.Init(); !s.ok()) return s;
     if (Status s = claims.Start(); !s.ok()) return s;
-    worker = std::thread([this] { Work(); });
+    for (auto& l : labellers) l->thread = std::thread([this, l = l.get()] { Work(*l); });
     return Status::Ok();
   }
 
   void Stop() {
     queue.ShutDown();
-    conn.Stop();
-    if (worker.joinable()) worker.join();
+    for (auto& l : labellers) {
+      l->conn.Stop();
+      if (l->thread.joinable()) l->thread.join();
+    }
     claims.Stop();
   }
 
-  void Work() {
+  void Work(Labeller& l) {
     std::string key;
     while (queue.Get(&key)) {
-      Status s = Label(key);
+      Status s = Label(l.api, key);
       if (s.ok()) {
         queue.Forget(key);
       } else {
         LogWarn("dispatching claim " + key + ": " + s.message() + "; will retry");
-        queue.AddRateLimited(key, std::chrono::seconds(conn.last_retry_after()));
+        queue.AddRateLimited(key, std::chrono::seconds(l.conn.last_retry_after()));
       }
       queue.Done(key);
     }
   }
 
   // Gives the claim of `key` the label DispatchLabel says, if it has another.
-  Status Label(const std::string& key) {
+  Status Label(KubeApi& api, const std::string& key) {
     std::optional<Claim> c = claims.Get(key);
     if (!c || !elector->Leading()) return Status::Ok();
     std::optional<StorageClass> sc;
     if (!c->storage_class_name.empty()) sc = d->classes_->Get(c->storage_class_name);
     std::optional<std::string> want = DispatchLabel(d->cfg_, *c, sc ? &*sc : nullptr);
     auto have = c->meta.labels.find(node_label::kKey);
-    if (!want || (have != c->meta.labels.end() && have->second == *want)) return Status::Ok();
+    const std::string sent_value = c->meta.uid + " " + (want ? *want : "");
+    {
+      std::lock_guard<std::mutex> lock(sent_mu);
+      if (!want || (have != c->meta.labels.end() && have->second == *want)) {
+        sent.erase(key);  // nothing to do, or the cache caught up
+        return Status::Ok();
+      }
+      auto it = sent.find(key);
+      if (it != sent.end() && it->second == sent_value) return Status::Ok();  // labelled; its event is on the way
+    }
     Status s = api.SetClaimLabel(*c, node_label::kKey, *want);
     if (s.code() == Status::kNotFound || s.code() == Status::kConflict) return Status::Ok();  // gone, or made again: its event comes
     if (s.ok()) {
+      std::lock_guard<std::mutex> lock(sent_mu);
+      sent[key] = sent_value;
       ++d->labelled_;
       LogDebug(1, "claim " + key + ": labelled " + node_label::kKey + "=" + *want);
     }
@@ -63,11 +97,13 @@ struct Dispatcher::Term {
 
   Dispatcher* d;
   LeaderElector* elector;
-  ApiConnection conn;
-  KubeApi api;
   WorkQueue queue;
+  std::mutex sent_mu;
+  // Labels set whose watch event has not come yet (key -> "<uid> <value>"): a claim's other
+  // events meanwhile are not labelled twice.
+  std::unordered_map<std::string, std::string> sent;
   Informer<Claim> claims;
-  std::thread worker;
+  std::vector<std::unique_ptr<Labeller>> labellers;
 };
 
 Dispatcher::Dispatcher(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Informer<StorageClass>* classes)
@@ -81,17 +117,25 @@ void Dispatcher::Start(LeaseSpec lease) {
 }
 
 void Dispatcher::Stop() {
+  std::shared_ptr<LeaderElector> electing;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    electing = elector_now_;
   }
   cv_.notify_all();
+  if (electing) electing->CancelAcquire();  // (outside mu_: the elector calls back with its own lock held)
   if (elector_.joinable()) elector_.join();
 }
 
 bool Dispatcher::Stopping() {
   std::lock_guard<std::mutex> lock(mu_);
   return stop_;
+}
+
+long Dispatcher::Received() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return received_before_ + (term_ ? term_->claims.Received() : 0);
 }
 
 void Dispatcher::ClassChanged(const std::string& name) {
@@ -109,10 +153,16 @@ void Dispatcher::ClassChanged(const std::string& name) {
 // Candidate, then holder until the lease is lost (then a candidate again) or Stop.
 void Dispatcher::Elect() {
   while (!Stopping()) {
-    LeaderElector elector(ep_, lease_.ns, lease_.name, lease_.identity, lease_.timings);
+    auto owned = std::make_shared<LeaderElector>(ep_, lease_.ns, lease_.name, lease_.identity, lease_.timings);
+    LeaderElector& elector = *owned;
     if (Status s = elector.Init(); !s.ok()) {
       LogError("dispatch lease: " + s.message());
       return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return;
+      elector_now_ = owned;
     }
     if (!elector.Acquire([this] { return Stopping(); })) return;
     LogInfo("dispatching claims to nodes: this instance holds the Lease " + lease_.ns + "/" + lease_.name);
@@ -137,6 +187,7 @@ void Dispatcher::Elect() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || lost_; });
+      received_before_ += term->claims.Received();
       term_.reset();
     }
     leading_ = false;
@@ -145,6 +196,10 @@ void Dispatcher::Elect() {
     if (Stopping()) {
       elector.Release();
       return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      elector_now_.reset();
     }
     LogWarn("lost the dispatch Lease " + lease_.ns + "/" + lease_.name + "; standing for it again");
   }

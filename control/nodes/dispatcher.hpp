@@ -46,6 +46,8 @@ class Dispatcher {
 
   // Claims labelled by this instance (for /metrics and the benchmark).
   long Labelled() const { return labelled_; }
+  // Claims its watch received (events and listed objects), over every term as dispatcher.
+  long Received();
 
  private:
   struct Term;  // what runs while this instance holds the lease
@@ -62,6 +64,8 @@ class Dispatcher {
   std::condition_variable cv_;
   bool stop_ = false, lost_ = false;
   std::shared_ptr<Term> term_;  // under mu_
+  std::shared_ptr<LeaderElector> elector_now_;  // under mu_: the election in progress
   std::atomic<bool> leading_{false};
   std::atomic<long> labelled_{0};
+  long received_before_ = 0;  // under mu_: by the terms that ended
 };

@@ -38,9 +38,9 @@ Reply Api::Call(const std::string& method, const std::string& path, const std::s
   return out;
 }
 
-Fake::Fake(const std::string& dir, const std::vector<std::string>& args) : dir_(dir) {
+Fake::Fake(const std::string& dir, const std::vector<std::string>& args, const std::string& rbac) : dir_(dir) {
   std::vector<std::string> argv{Env("FAKE_APISERVER", "build/fake-apiserver"), "--dir", dir, "--rbac",
-                                Env("RBAC_YAML", "manifests/rbac.yaml")};
+                                rbac.empty() ? Env("RBAC_YAML", "manifests/rbac.yaml") : rbac};
   argv.insert(argv.end(), args.begin(), args.end());
   proc_ = std::make_unique<harness::Process>(argv, std::map<std::string, std::string>{}, dir + ".log");
   for (int i = 0; i < 2000 && !Exists(dir + "/port"); ++i) SleepMs(10);

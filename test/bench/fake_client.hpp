@@ -42,7 +42,8 @@ class Api {
 class Fake {
  public:
   // `args`: more of the fake's flags (e.g. --history N).
-  explicit Fake(const std::string& dir, const std::vector<std::string>& args = {});
+  // `rbac`: the install's RBAC the fake enforces (default RBAC_YAML, else manifests/rbac.yaml).
+  explicit Fake(const std::string& dir, const std::vector<std::string>& args = {}, const std::string& rbac = "");
   // A StorageClass of our provisioner, Delete, with the given volumeBindingMode and parameters
   // (a JSON object's members, e.g. "\"quota\":\"true\"").
   void CreateClass(const std::string& name, const std::string& binding_mode, const std::string& parameters = "") const;

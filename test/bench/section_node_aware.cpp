@@ -13,7 +13,7 @@ NodeAware RunNodeAware(const Places& at) {
               kNodeBurst, kNodes);
   std::fflush(stdout);
   NodeAware out;
-  Fake fake_n(at.work + "/api-nodes"), fake_s(at.work + "/api-single-node");
+  Fake fake_n(at.work + "/api-nodes", {}, "manifests/daemonset/rbac.yaml"), fake_s(at.work + "/api-single-node");
   fake_n.CreateClass("hostpath-wffc", "WaitForFirstConsumer");
   Target nodes{"node-aware", &fake_n, {}, {}, nullptr, "hostpath-wffc", kNodes};
   std::vector<Provisioner> instances;

@@ -41,8 +41,9 @@ long EventsSince(Api& admin, const std::string& resource, const std::string& rv)
 
 // A fake with `nodes` registered nodes and the class hostpath-wffc; a history long enough to
 // replay every event of the bursts.
-std::unique_ptr<Fake> ScaleFake(const std::string& dir, int nodes) {
-  auto fake = std::make_unique<Fake>(dir, std::vector<std::string>{"--history", "200000"});
+std::unique_ptr<Fake> ScaleFake(const std::string& dir, int nodes, bool aware) {
+  auto fake = std::make_unique<Fake>(dir, std::vector<std::string>{"--history", "200000"},
+                                     aware ? "manifests/daemonset/rbac.yaml" : "");
   fake->CreateClass("hostpath-wffc", "WaitForFirstConsumer");
   std::vector<std::array<std::string, 3>> requests;
   for (int i = 0; i < nodes; ++i)
@@ -66,7 +67,7 @@ Memory Largest(const std::vector<pid_t>& pids) {
 class Side {
  public:
   Side(const Places& at, const std::string& name, int nodes, bool aware, ScaleSide* out)
-      : out_(out), fake_(ScaleFake(at.work + "/api-" + name, nodes)) {
+      : out_(out), fake_(ScaleFake(at.work + "/api-" + name, nodes, aware)) {
     target_ = Target{aware ? "node-aware" : "single-node", fake_.get(), {}, {}, nullptr, "hostpath-wffc", nodes};
     const int64_t t0 = NowNs();
     for (int i = 0; i < (aware ? nodes : 1); ++i) {
@@ -120,6 +121,7 @@ class Side {
       for (int i = 0; i < 2; ++i) rv_[i] = CurrentRv(*admin, kWatched[i]);
     for (pid_t pid : target_.provisioners) cpu0_[pid] = CpuSeconds(pid);
     if (create) fake_cpu0_ = CpuSeconds(fake_->pid());
+    if (create) received0_ = Received();
   }
   // Until the instances are quiet: the CPU of the events that trail the last Bound (or gone).
   void After(bool create) {
@@ -132,14 +134,29 @@ class Side {
     }
     (create ? out_->create_cpu : out_->delete_cpu).push_back(sum);
     if (create) {
-      Memory m = Largest(target_.provisioners);
-      if (m.rss_kib > out_->after.rss_kib) out_->after = m;
+      for (const Provisioner& p : instances_) {
+        Memory m = ReadMemory(p.proc->pid());
+        const bool dispatcher = MetricValue(p.port, "hostpath_provisioner_dispatcher") == 1;
+        Memory& largest = dispatcher ? out_->dispatcher_after : out_->after;
+        if (m.rss_kib > largest.rss_kib) largest = m;
+        out_->cached_claims = std::max(out_->cached_claims,
+                                       MetricValue(p.port, "hostpath_provisioner_cached_objects{kind=\"PersistentVolumeClaim\"}"));
+        out_->cached_pvs = std::max(out_->cached_pvs,
+                                    MetricValue(p.port, "hostpath_provisioner_cached_objects{kind=\"PersistentVolume\"}"));
+      }
       return;
     }
     out_->fake_cpu.push_back(CpuSeconds(fake_->pid()) - fake_cpu0_);
     auto admin = fake_->Admin();
     out_->claim_events.push_back(static_cast<double>(EventsSince(*admin, kWatched[0], rv_[0])));
     out_->pv_events.push_back(static_cast<double>(EventsSince(*admin, kWatched[1], rv_[1])));
+    out_->received.push_back(Received() - received0_);
+  }
+  // What every instance's watches received so far (/metrics).
+  double Received() const {
+    double sum = 0;
+    for (const Provisioner& p : instances_) sum += MetricValue(p.port, "hostpath_provisioner_watch_objects_total");
+    return sum;
   }
 
   ScaleSide* out_;
@@ -147,7 +164,7 @@ class Side {
   std::vector<Provisioner> instances_;
   Target target_;
   std::map<pid_t, double> cpu0_;
-  double fake_cpu0_ = 0;
+  double fake_cpu0_ = 0, received0_ = 0;
   std::string rv_[2];
 };
 
@@ -195,8 +212,13 @@ void ReportNodeScale(const std::vector<NodeScale>& runs, Report* rep, picojson::
     rep->Add("create until all PVs exist: node-aware / single", pair("%.3f", a.create_pvs, s.create_pvs, " s"));
     rep->Add("create until all Bound: node-aware / single", pair("%.3f", a.create_bound, s.create_bound, " s"));
     rep->Add("delete until all gone: node-aware / single", pair("%.3f", a.delete_gone, s.delete_gone, " s"));
-    rep->Add("largest VmRSS / its RssAnon after a create",
+    rep->Add("largest VmRSS / its RssAnon after a create (node-aware: not the dispatcher)",
              MiB(a.after.rss_kib) + " / " + MiB(a.after.anon_kib) + " vs " + MiB(s.after.rss_kib) + " / " + MiB(s.after.anon_kib));
+    rep->Add("the dispatcher's VmRSS / RssAnon after a create", MiB(a.dispatcher_after.rss_kib) + " / " +
+                                                                 MiB(a.dispatcher_after.anon_kib));
+    rep->Add("largest cache after a create, claims / PVs: node-aware vs single",
+             Fmt("%.0f", a.cached_claims) + Fmt(" / %.0f", a.cached_pvs) + Fmt(" vs %.0f", s.cached_claims) +
+                 Fmt(" / %.0f", s.cached_pvs));
     rep->Add("largest VmRSS / its RssAnon before the bursts",
              MiB(a.before.rss_kib) + " / " + MiB(a.before.anon_kib) + " vs " + MiB(s.before.rss_kib) + " / " +
                  MiB(s.before.anon_kib));
@@ -206,12 +228,8 @@ void ReportNodeScale(const std::vector<NodeScale>& runs, Report* rep, picojson::
     rep->Add("claim / PV events per round (create + delete)",
              Fmt("%.0f", median(a.claim_events)) + Fmt(" / %.0f", median(a.pv_events)) + Fmt(" vs %.0f", median(s.claim_events)) +
                  Fmt(" / %.0f", median(s.pv_events)));
-    const double sent_a = median(a.claim_events) * static_cast<double>(a.claim_watches) +
-                          median(a.pv_events) * static_cast<double>(a.pv_watches),
-                 sent_s = median(s.claim_events) * static_cast<double>(s.claim_watches) +
-                          median(s.pv_events) * static_cast<double>(s.pv_watches);
-    rep->Add("watch events sent per round (events x watches)", Fmt("%.0f", sent_a) + Fmt(" / %.0f", sent_s) +
-                                                                   Fmt(" = %.2fx", sent_a / std::max(1.0, sent_s)));
+    rep->Add("objects the instances' watches received per round: summed / single",
+             pair("%.0f", a.received, s.received, ""));
     rep->Add("fake API server CPU per round: node-aware / single", pair("%.3f", a.fake_cpu, s.fake_cpu, " s"));
     rep->Add("instances' requests in a create burst, per claim", Requests(a.requests, claims));
     rep->Add("the single one's", Requests(s.requests, claims));
@@ -231,10 +249,15 @@ void ReportNodeScale(const std::vector<NodeScale>& runs, Report* rep, picojson::
       p["fake_cpu_seconds"] = Array(side->fake_cpu);
       p["largest_rss_kib_after"] = picojson::value(static_cast<double>(side->after.rss_kib));
       p["largest_anon_kib_after"] = picojson::value(static_cast<double>(side->after.anon_kib));
+      p["dispatcher_rss_kib_after"] = picojson::value(static_cast<double>(side->dispatcher_after.rss_kib));
+      p["dispatcher_anon_kib_after"] = picojson::value(static_cast<double>(side->dispatcher_after.anon_kib));
+      p["largest_cached_claims"] = picojson::value(side->cached_claims);
+      p["largest_cached_pvs"] = picojson::value(side->cached_pvs);
       p["largest_rss_kib_before"] = picojson::value(static_cast<double>(side->before.rss_kib));
       p["largest_anon_kib_before"] = picojson::value(static_cast<double>(side->before.anon_kib));
       p["claim_events"] = Array(side->claim_events);
       p["pv_events"] = Array(side->pv_events);
+      p["watch_objects_received"] = Array(side->received);
       picojson::object w;
       for (const auto& [k, v] : side->watches) w[k] = picojson::value(static_cast<double>(v));
       p["watches"] = picojson::value(w);

@@ -31,9 +31,13 @@ struct ScaleSide {
   std::vector<double> fake_cpu;               // the fake API server's over a create and a delete burst, s
   std::vector<double> instance_cpu;           // each instance's CPU over the create bursts (all rounds)
   Memory before, after;                       // the largest instance (by VmRSS): before the first burst, after a create burst (largest)
+                                              // (after: the dispatcher's apart, in dispatcher_after)
+  Memory dispatcher_after;                    // node-aware: the instance that labels claims, after a create burst (largest)
+  double cached_claims = 0, cached_pvs = 0;   // the largest of the instances' caches after a create burst
   long claim_watches = 0, pv_watches = 0;     // watches the instances opened on claims and PVs (from start-up)
   std::map<std::string, long> watches;        // every watch they opened, by resource
   std::vector<double> claim_events, pv_events;  // events in the fake's history over a create and a delete burst
+  std::vector<double> received;               // objects the instances' watches received over a create and a delete burst
   std::map<std::string, long> requests;       // the instances' requests in the last create burst, by "verb resource"
 };
 
