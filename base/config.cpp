@@ -150,7 +150,7 @@ const std::vector<Setting>& Settings() {
        "hold a coordination.k8s.io Lease before provisioning, so replicas never act twice",
        [](Config& c, const std::string& v) { return ParseBool(v, c.leader_elect); }},
       {"leader-elect-namespace", "LEADER_ELECT_NAMESPACE", "(the service account's namespace)",
-       "namespace of the Lease",
+       "namespace of the Lease (node-aware mode: of the claim dispatcher's Lease)",
        [](Config& c, const std::string& v) -> std::string {
          c.leader_elect_namespace = v;
          return "";
@@ -160,7 +160,8 @@ const std::vector<Setting>& Settings() {
        "abandoned and retried (watches are not affected)",
        [](Config& c, const std::string& v) { return ParseInt(v, 1, 600, c.api_timeout_seconds); }},
       {"leader-elect-lease-duration", "LEADER_ELECT_LEASE_DURATION", "30",
-       "seconds a silent leader keeps the Lease before another replica takes over",
+       "seconds a silent leader keeps the Lease before another replica takes over (node-aware mode: the claim "
+       "dispatcher's Lease)",
        [](Config& c, const std::string& v) { return ParseInt(v, 3, 3600, c.lease_seconds); }},
       {"v", "LOG_LEVEL", "0", "log verbosity: 0 = outcomes and errors, 1 = decisions, 2 = requests",
        [](Config& c, const std::string& v) { return ParseInt(v, 0, 9, c.verbosity); }},

@@ -98,16 +98,22 @@ class Side {
       out_->create_bound.push_back(b.seconds);
       // From the request log (reset at the burst's start): the first claim's create, the last PV's.
       double first_claim = 0, last_pv = 0;
+      std::map<std::string, double> created, labelled;  // by claim name: its create, the dispatcher's label
       Reply r = fake_->Admin()->Call("GET", "/fake/requests");
       if (r.code != 200 || !r.json.is<picojson::array>()) throw Failure("GET /fake/requests: " + std::to_string(r.code));
       for (const auto& rec : r.json.get<picojson::array>()) {
         const std::string user = Str(rec, {"user"}), verb = Str(rec, {"verb"}), resource = Str(rec, {"resource"});
         const double t = rec.get("t_ns").is<double>() ? rec.get("t_ns").get<double>() : 0;
-        if (user == "admin" && verb == "create" && resource == "persistentvolumeclaims" && (first_claim == 0 || t < first_claim))
-          first_claim = t;
+        if (user == "admin" && verb == "create" && resource == "persistentvolumeclaims") {
+          if (first_claim == 0 || t < first_claim) first_claim = t;
+          created[Str(rec, {"name"})] = t;
+        }
+        if (user == kSaUser && verb == "patch" && resource == "persistentvolumeclaims") labelled.emplace(Str(rec, {"name"}), t);
         if (user == kSaUser && verb == "create" && resource == "persistentvolumes") last_pv = std::max(last_pv, t);
       }
       out_->create_pvs.push_back((last_pv - first_claim) / 1e9);
+      for (const auto& [name, t] : labelled)
+        if (created.count(name)) out_->label_delay.push_back((t - created[name]) / 1e9);
       out_->requests = b.requests;
     } else {
       out_->delete_gone.push_back(b.seconds);
@@ -211,6 +217,10 @@ void ReportNodeScale(const std::vector<NodeScale>& runs, Report* rep, picojson::
                  Fmt(" / %.3f s", *std::max_element(a.instance_cpu.begin(), a.instance_cpu.end())));
     rep->Add("create until all PVs exist: node-aware / single", pair("%.3f", a.create_pvs, s.create_pvs, " s"));
     rep->Add("create until all Bound: node-aware / single", pair("%.3f", a.create_bound, s.create_bound, " s"));
+    if (!a.label_delay.empty())
+      rep->Add("a claim's create -> the dispatcher's label: median / p90 / max",
+               Fmt("%.1f", 1000 * Percentile(a.label_delay, 0.5)) + Fmt(" / %.1f", 1000 * Percentile(a.label_delay, 0.9)) +
+                   Fmt(" / %.1f ms", 1000 * *std::max_element(a.label_delay.begin(), a.label_delay.end())));
     rep->Add("delete until all gone: node-aware / single", pair("%.3f", a.delete_gone, s.delete_gone, " s"));
     rep->Add("largest VmRSS / its RssAnon after a create (node-aware: not the dispatcher)",
              MiB(a.after.rss_kib) + " / " + MiB(a.after.anon_kib) + " vs " + MiB(s.after.rss_kib) + " / " + MiB(s.after.anon_kib));
@@ -242,6 +252,7 @@ void ReportNodeScale(const std::vector<NodeScale>& runs, Report* rep, picojson::
       p["instances"] = picojson::value(static_cast<double>(side->instances));
       p["create_bound_seconds"] = Array(side->create_bound);
       p["create_pvs_seconds"] = Array(side->create_pvs);
+      p["label_delay_seconds"] = Array(side->label_delay);
       p["delete_gone_seconds"] = Array(side->delete_gone);
       p["create_cpu_seconds"] = Array(side->create_cpu);
       p["delete_cpu_seconds"] = Array(side->delete_cpu);

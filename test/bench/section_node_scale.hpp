@@ -26,6 +26,7 @@ struct ScaleSide {
   double start_seconds = 0;                   // until every instance answered /readyz (one after another)
   std::vector<double> create_bound;           // first create -> all claims Bound, s
   std::vector<double> create_pvs;             // the first claim's create -> the last PV create (request log), s
+  std::vector<double> label_delay;            // node-aware: each claim's create -> the dispatcher's label (request log), s
   std::vector<double> delete_gone;            // first delete -> every PV and directory gone, s
   std::vector<double> create_cpu, delete_cpu; // the instances' summed, from the burst's start until quiet, s
   std::vector<double> fake_cpu;               // the fake API server's over a create and a delete burst, s

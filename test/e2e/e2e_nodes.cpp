@@ -255,7 +255,10 @@ TEST_CASE("a WaitForFirstConsumer claim handed back to the scheduler gets no 'na
 
 TEST_CASE("DELETED_NODE_CLEANUP_DELAY: a deleted node's claims and volumes go; a node back in time keeps them", "[e2e][nodes]") {
   Nodes n({"--rbac", "manifests/daemonset/node-cleanup/rbac.yaml"});
-  const std::map<std::string, std::string> cleanup = {{"DELETED_NODE_CLEANUP_DELAY", "3"}};
+  // The dispatcher does the cleanup: if node-b's instance held its Lease, another takes it over
+  // (a short Lease, so that this happens within the test's wait).
+  const std::map<std::string, std::string> cleanup = {{"DELETED_NODE_CLEANUP_DELAY", "3"},
+                                                      {"LEADER_ELECT_LEASE_DURATION", "3"}};
   for (const char* node : {"node-a", "node-b", "node-c"}) {
     n.api->RegisterNode(node);
     n.Start(node, cleanup);

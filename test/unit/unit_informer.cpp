@@ -88,3 +88,56 @@ TEST_CASE("a dropped watch resumes from the last event's resourceVersion, withou
   CHECK(Of(s.api.Requests(), "list").empty());
   pvs.Stop();
 }
+
+TEST_CASE("an informer of two label selections holds each object once, as its labels move it between them") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", fake_test::kPvs, fake_test::Pv("moving")).code == 201);
+  REQUIRE(Admin(s.api, "POST", fake_test::kPvs, fake_test::Pv("other")).code == 201);
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> calls;  // (key, label now; "-" when gone)
+  Informer<Volume> pvs("PersistentVolumes", api::kVolumes, nullptr, fake_test::EndpointOf(s.api),
+                       [&](const std::string& key, const Volume* now) {
+                         std::lock_guard<std::mutex> l(mu);
+                         std::string label = "-";
+                         if (now != nullptr) label = now->meta.labels.count("node") ? now->meta.labels.at("node") : "";
+                         calls.emplace_back(key, label);
+                       });
+  pvs.SetSelections({"node in (a,shared)", "!node"});
+  REQUIRE(pvs.Start().ok());
+  REQUIRE(Eventually([&] { return pvs.Synced(); }));
+  CHECK(pvs.Size() == 2);
+  auto label_of = [&](const std::string& name) -> std::string {
+    std::optional<Volume> v = pvs.Get(name);
+    if (!v) return "-";
+    return v->meta.labels.count("node") ? v->meta.labels.at("node") : "";
+  };
+  auto relabel = [&](const std::string& value) {
+    return Admin(s.api, "PATCH", std::string(fake_test::kPvs) + "/moving",
+                 R"({"metadata":{"labels":{"node":)" + (value.empty() ? std::string("null") : "\"" + value + "\"") + "}}}",
+                 "application/merge-patch+json")
+        .code;
+  };
+  // Unlabelled -> a: from the second selection to the first; held once.
+  REQUIRE(relabel("a") == 200);
+  REQUIRE(Eventually([&] { return label_of("moving") == "a"; }));
+  CHECK(Eventually([&] { return pvs.Size() == 2; }));
+  int each = 0;
+  pvs.ForEach([&](const Volume&) { ++each; });
+  CHECK(each == 2);
+  // a -> b: in neither any more; the handler's last word on it is that it is gone.
+  REQUIRE(relabel("b") == 200);
+  REQUIRE(Eventually([&] { return label_of("moving") == "-"; }));
+  CHECK(pvs.Size() == 1);
+  CHECK(Eventually([&] {
+    std::lock_guard<std::mutex> l(mu);
+    return !calls.empty() && calls.back() == std::make_pair(std::string("moving"), std::string("-"));
+  }));
+  // b -> shared, then no label: back in the first selection, then the second; "other" untouched.
+  REQUIRE(relabel("shared") == 200);
+  REQUIRE(Eventually([&] { return label_of("moving") == "shared"; }));
+  REQUIRE(relabel("") == 200);
+  REQUIRE(Eventually([&] { return label_of("moving") == ""; }));
+  CHECK(Eventually([&] { return pvs.Size() == 2; }));
+  CHECK(label_of("other") == "");
+  pvs.Stop();
+}
