@@ -145,7 +145,7 @@ Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc
   // (reattach) whatever node the claim names, or before the scheduler names one.
   const bool pattern = !cfg.node_name.empty() && !shared && !all_nodes && ClassHasPathPattern(cfg, sc);
   bool elsewhere = false;
-  if (!cfg.node_name.empty() && !shared) {  // node-aware: every instance sees every claim; one acts
+  if (!cfg.node_name.empty() && !shared) {  // node-aware: the claim's node acts (others may see it: `any`)
     // A WaitForFirstConsumer claim naming no node waits for the scheduler (also once an instance
     // handed it back): nothing to tell the user.
     if (node.empty() && !all_nodes && sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer") {

@@ -400,6 +400,10 @@ TEST_CASE("node-aware: a clone is made on its source's node; a pod scheduled els
   CHECK(AffinityNode(n.api->Volume(n.VolumeOf("copy"))) == "node-a");
   CHECK(ReadFile(n.Root("node-a") + "/default-copy-" + n.VolumeOf("copy") + "/f") == "on a");
   CHECK(ListDir(n.Root("node-b")).empty());
+  // node-b also sees the clone (it names no node), but its watch holds none of node-a's claims:
+  // it reads the source through the API and leaves the clone to node-a, saying nothing to the
+  // user (not "the claim to clone is not found"), whether it looked before the binding or not.
+  CHECK(n.Events("copy", "ProvisioningFailed") == 0);
   // WaitForFirstConsumer, the pod scheduled on node-b: sent back, saying where it must run.
   n.api->CreateYaml(ClaimYaml("default", "wcopy", "wffc", "1Gi", "src"));
   n.SelectNode("wcopy", "node-b");
