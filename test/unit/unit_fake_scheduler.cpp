@@ -2,10 +2,13 @@
 // affinity, the scheduler's part of volume binding, and pvc-protection waiting for pods. A real
 // server on loopback, reached over verified HTTPS, as in unit_fake_apiserver.cpp.
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test/fake/fake_apiserver.hpp"
@@ -545,6 +548,17 @@ struct Cluster {
     return r.body;
   }
   Json Claim(const std::string& name) { return Get(kPvcs + "/" + name); }
+  // The claim once `ready` says so, or as it is after 10 s: the fake's scheduler and PV
+  // controller run after a round of answers, so a read right after a write may come first (as
+  // on a real cluster, where both run on their own).
+  Json ClaimOnce(const std::string& name, const std::function<bool(const Json&)>& ready) {
+    Json claim = Claim(name);
+    for (int i = 0; i < 1000 && !ready(claim); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      claim = Claim(name);
+    }
+    return claim;
+  }
   Json PodNamed(const std::string& name) { return Get(kPods + "/" + name); }
   std::string SelectedNode(const std::string& claim) { return fake::Annotation(Claim(claim), kSelectedNode); }
   // The pod's PodScheduled condition ({} without one).
@@ -585,7 +599,9 @@ TEST_CASE("scheduler: a pod's WaitForFirstConsumer claim gets the selected node;
   const std::string rv = Str(before, {"metadata", "resourceVersion"});
 
   REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("app", {"data"})).code == 201);
-  const Json claim = c.Claim("data");
+  const Json claim = c.ClaimOnce("data", [](const Json& j) {  // the PV controller's write comes last
+    return !fake::Annotation(j, "volume.kubernetes.io/storage-provisioner").empty();
+  });
   CHECK(fake::Annotation(claim, kSelectedNode) == "n1");  // the first node by name
   CHECK(std::stoull(Str(claim, {"metadata", "resourceVersion"})) > std::stoull(rv));
   CHECK(fake::Annotation(claim, "volume.kubernetes.io/storage-provisioner") == "example.com/hostpath");  // the PV controller's
