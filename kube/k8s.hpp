@@ -53,6 +53,21 @@ class KubeApi {
     return page;
   }
 
+  // Every item of a collection (only those `label_selector` selects, if given), page after page
+  // of 500, to on_item. Stops at the first page that fails and returns its error (the items of
+  // the pages before it have been given).
+  template <class T>
+  Status ListAll(const std::string& collection, const std::string& label_selector,
+                 const std::function<void(Result<T>)>& on_item) {
+    std::string token;
+    do {
+      Result<ListPage> page = List<T>(collection, token, 500, on_item, label_selector);
+      if (!page.ok()) return page.status();
+      token = page->continue_token;
+    } while (!token.empty());
+    return Status::Ok();
+  }
+
   // Watches a collection from `resource_version` for about timeout_seconds; each line goes to
   // on_event as ParseWatchEvent<T> reads it (an unreadable line ends the watch with its error).
   // Returns when the server ends the stream, on_event returns false, or on an error.

@@ -43,17 +43,12 @@ Status NodeCleanup::CleanUp(KubeApi& api, const std::string& node) {
   volumes_->ForEach([&](const Volume& v) {  // shared ones, and ours from before the node label
     if (NodeOfOurs(v) == node) names.insert(v.meta.name);
   });
-  std::string token;
-  do {  // the ones labelled with its node, which no other node's instance caches
-    Result<ListPage> page = api.List<Volume>(
-        api::kVolumes, token, 500,
-        [&](Result<Volume> v) {
-          if (v.ok() && NodeOfOurs(*v) == node) names.insert(v->meta.name);
-        },
-        std::string(node_label::kKey) + "=" + NodeLabelValue(node));
-    if (!page.ok()) return page.status();
-    token = page->continue_token;
-  } while (!token.empty());
+  // The ones labelled with its node, which no other node's instance caches.
+  Status listed = api.ListAll<Volume>(api::kVolumes, std::string(node_label::kKey) + "=" + NodeLabelValue(node),
+                                      [&](Result<Volume> v) {
+                                        if (v.ok() && NodeOfOurs(*v) == node) names.insert(v->meta.name);
+                                      });
+  if (!listed.ok()) return listed;
   Status failed = Status::Ok();
   const std::string why = "node " + node + " was deleted and has not come back within DELETED_NODE_CLEANUP_DELAY (" +
                           std::to_string(cfg_.deleted_node_cleanup_seconds) + " s)";
@@ -136,21 +131,11 @@ void NodeCleanup::Janitor() {
 }
 
 bool NodeCleanup::NodesOfLabelledVolumes(KubeApi& api, std::set<std::string>* nodes) const {
-  std::string token;
-  do {
-    Result<ListPage> page = api.List<Volume>(
-        api::kVolumes, token, 500,
-        [&](Result<Volume> v) {
-          if (std::string node = v.ok() ? NodeOfOurs(*v) : ""; !node.empty()) nodes->insert(node);
-        },
-        node_label::kKey);
-    if (!page.ok()) {
-      LogWarn("deleted-node cleanup: listing the labelled PVs: " + page.status().message() + "; will retry");
-      return false;
-    }
-    token = page->continue_token;
-  } while (!token.empty());
-  return true;
+  Status listed = api.ListAll<Volume>(api::kVolumes, node_label::kKey, [&](Result<Volume> v) {
+    if (std::string node = v.ok() ? NodeOfOurs(*v) : ""; !node.empty()) nodes->insert(node);
+  });
+  if (!listed.ok()) LogWarn("deleted-node cleanup: listing the labelled PVs: " + listed.message() + "; will retry");
+  return listed.ok();
 }
 
 // The node a volume of ours was made on (node-aware mode); "" for any other volume.

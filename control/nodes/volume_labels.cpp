@@ -10,22 +10,12 @@
 int LabelOldVolumes(const Config& cfg, KubeApi& api) {
   if (cfg.node_name.empty()) return 0;
   std::vector<Volume> todo;
-  std::string token;
-  const std::string unlabelled = std::string("!") + node_label::kKey;
-  do {
-    Result<ListPage> page = api.List<Volume>(
-        api::kVolumes, token, 500,
-        [&](Result<Volume> v) {
-          if (v.ok() && LabelsVolume(cfg, *v)) todo.push_back(*v);
-        },
-        unlabelled);
-    if (!page.ok()) {
-      LogWarn("labelling the PVs of node " + cfg.node_name + " made before the node label: " + page.status().message() +
-              "; they stay unlabelled until the next start (nothing else changes)");
-      break;
-    }
-    token = page->continue_token;
-  } while (!token.empty());
+  Status listed = api.ListAll<Volume>(api::kVolumes, std::string("!") + node_label::kKey, [&](Result<Volume> v) {
+    if (v.ok() && LabelsVolume(cfg, *v)) todo.push_back(*v);
+  });
+  if (!listed.ok())
+    LogWarn("labelling the PVs of node " + cfg.node_name + " made before the node label: " + listed.message() +
+            "; they stay unlabelled until the next start (nothing else changes)");
   int labelled = 0;
   for (const Volume& v : todo) {
     const std::string value = VolumeLabel(cfg, v);
