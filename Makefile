@@ -78,7 +78,7 @@ $(1)/pch/catch.hpp: FORCE
 	@printf '// Precompiled into catch.hpp.gch by: %s\n#include <catch2/catch.hpp>\n' \
 	  '$(2) $$(CPPFLAGS) $(3) $$(CXXFLAGS) $(5)' > $$@.new
 	@cmp -s $$@.new $$@ && rm $$@.new || mv $$@.new $$@
-$(1)/pch/catch.hpp.gch: $(1)/pch/catch.hpp | $(4)
+$(1)/pch/catch.hpp.gch: $(1)/pch/catch.hpp | $$(HTTPLIB_SPLIT)/httplib.h $(4)
 	$(2) $$(CPPFLAGS) $(3) $$(CXXFLAGS) $(5) -x c++-header $$< -o $$@
 $$(patsubst %.cpp,$(1)/obj/%.o,$$(UNIT_SRCS) $$(E2E_SRCS)): $(1)/pch/catch.hpp.gch
 $$(patsubst %.cpp,$(1)/obj/%.o,$$(UNIT_SRCS) $$(E2E_SRCS)): private TEST_OBJ = $(5) -include $(1)/pch/catch.hpp -Winvalid-pch
