@@ -176,6 +176,18 @@ const std::vector<Setting>& Settings() {
 }
 
 
+std::string NestedRoots(const Config& c) {
+  std::vector<std::pair<std::string, std::string>> roots{{c.pv_dir, "PV_DIR (--pv-dir)"}};
+  for (const std::string& d : c.allowed_pv_dirs) roots.emplace_back(d, "ALLOWED_PV_DIRS (--allowed-pv-dirs)");
+  for (const auto& [outer, outer_setting] : roots)
+    for (const auto& [inner, inner_setting] : roots)
+      if (inner != outer && PathWithin(inner, outer))
+        return inner_setting + " " + inner + " is inside " + outer_setting + " " + outer +
+               ": roots must not nest (a volume of the outer one could be, or hold, the inner root with every volume "
+               "and archive in it). Mount the inner disk elsewhere, e.g. beside " + outer + ", and name that path";
+  return "";
+}
+
 Result<Config> ParseConfig(const std::vector<std::string>& args, const std::function<const char*(const char*)>& getenv) {
   Config c;
   for (const Setting& s : Settings()) {
@@ -221,6 +233,7 @@ Result<Config> ParseConfig(const std::vector<std::string>& args, const std::func
   if (c.leader_elect && !c.node_name.empty())
     return Status::Invalid("LEADER_ELECT (--leader-elect) cannot be used with NODE_NAME (--node-name): each instance "
                            "serves only its own node, so instances never contend and need no lease");
+  if (std::string nested = NestedRoots(c); !nested.empty()) return Status::Invalid(nested);
   return c;
 }
 

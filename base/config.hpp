@@ -64,5 +64,10 @@ const std::vector<Setting>& Settings();
 // do not go together (DELETED_NODE_CLEANUP_DELAY without NODE_NAME, LEADER_ELECT with it).
 Result<Config> ParseConfig(const std::vector<std::string>& args, const std::function<const char*(const char*)>& getenv);
 
+// Why the configured roots (PV_DIR, ALLOWED_PV_DIRS) cannot be used together: "" when none lies
+// inside another (one named twice is fine); else the message naming both settings and paths.
+// ParseConfig refuses such a config.
+std::string NestedRoots(const Config& c);
+
 // The --help text: usage and one entry per setting with its variable and default.
 std::string HelpText();

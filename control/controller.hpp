@@ -120,6 +120,7 @@ class Controller {
   std::shared_ptr<ApiEndpoint> ep_;
   Roots* roots_;
   EventRecorder recorder_;
+  DirGuard guard_;  // keeps the address of volumes_ (below) only
   EveryNodeSteps every_node_;
   SharedSteps shared_{cfg_, &recorder_};
   WorkQueue queue_;

@@ -90,12 +90,20 @@ std::string ParseClassParameters(const Config& cfg, const StorageClass& sc, Clas
       out->archive_for = value;
       out->archive_seconds = *secs;
     } else if (key == "pathPattern") {
-      if (std::string e = CheckPathPattern(value); !e.empty()) return "parameter pathPattern=\"" + value + "\" " + e;
-      out->path_pattern = value;
+      out->path_pattern = value;  // checked below, once sharedAcrossNamespaces is known
+    } else if (key == "sharedAcrossNamespaces") {
+      if (value != "true" && value != "false")
+        return "parameter sharedAcrossNamespaces=\"" + value + "\" must be \"true\" or \"false\"";
+      out->shared_across_namespaces = value == "true";
     } else {
-      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount, nodes, checkFreeSpace, overcommit, quota, onDelete, archiveFor and pathPattern)";
+      return "unknown parameter \"" + key + "\" (this provisioner understands uid, gid, mode, volumeType, pvDir, requireMount, nodes, checkFreeSpace, overcommit, quota, onDelete, archiveFor, pathPattern and sharedAcrossNamespaces)";
     }
   }
+  if (sc.parameters.count("pathPattern") > 0)
+    if (std::string e = CheckPathPattern(out->path_pattern, out->shared_across_namespaces); !e.empty())
+      return "parameter pathPattern=\"" + out->path_pattern + "\" " + e;
+  if (sc.parameters.count("sharedAcrossNamespaces") > 0 && sc.parameters.count("pathPattern") == 0)
+    return "parameter sharedAcrossNamespaces only goes with pathPattern";
   if (!out->archive_for.empty() && out->on_delete != "archive")
     return "parameter archiveFor=\"" + out->archive_for + "\" only goes with onDelete: \"archive\"";
   if (out->on_delete == "archive" && out->archive_for.empty()) out->archive_for = "0";

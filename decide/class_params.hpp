@@ -24,6 +24,7 @@ struct ClassParameters {
   std::string archive_for;     // archiveFor (onDelete archive): how long an archive is kept, as written; "0": for ever
   int64_t archive_seconds = 0;  // ... in seconds (0: for ever)
   std::string path_pattern;    // pathPattern: the directory named from the claim (path_pattern.hpp); "": the default name
+  bool shared_across_namespaces = false;  // sharedAcrossNamespaces: the pattern may give one namespace's directory to another
 };
 
 // Does this class make shared volumes? In node-aware mode, a class of ours that requires a

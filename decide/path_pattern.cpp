@@ -89,7 +89,7 @@ std::string VolumeDirOf(const Volume& v) {
   return v.has_claim_ref ? VolumeDirName(v.claim_ref.namespace_, v.claim_ref.name, v.meta.name) : "";
 }
 
-std::string CheckPathPattern(const std::string& pattern) {
+std::string CheckPathPattern(const std::string& pattern, bool shared_across_namespaces) {
   if (pattern.empty()) return "is empty";
   if (pattern.front() == '/') return "starts with \"/\": it is a path inside the root, like ${.PVC.namespace}/${.PVC.name}";
   if (pattern.back() == '/' || pattern.find("//") != std::string::npos) return "has an empty part (\"//\" or a \"/\" at the end)";
@@ -113,6 +113,21 @@ std::string CheckPathPattern(const std::string& pattern) {
   if (!IsPatternDir(probe))
     return "makes paths like \"" + probe + "\", whose parts are not all names (a-z, 0-9, \"-\" and \".\", "
            "a letter or digit at each end, no \"..\")";
+  const std::string first = pattern.substr(0, pattern.find('/'));
+  if (shared_across_namespaces) {
+    if (first.find("${") != std::string::npos || first.find('.') == std::string::npos || first.size() == pattern.size())
+      return "is shared across namespaces (sharedAcrossNamespaces: \"true\"), so its first part must be plain text with "
+             "a \".\" in it, which no namespace's name has (like \"shared.data/${.PVC.labels.app}\"), followed by more "
+             "parts: then its directories never meet the folder of a namespace";
+    return "";
+  }
+  if (pattern.compare(0, std::string(kNamespaceFirst).size(), kNamespaceFirst) != 0 ||
+      pattern.size() == std::string(kNamespaceFirst).size())
+    return "does not start with \"" + std::string(kNamespaceFirst) + "\" and a part after it: claims of different "
+           "namespaces could get one directory, or one inside another's (another namespace's kept data). Start it with " +
+           kNamespaceFirst + ", like \"${.PVC.namespace}/${.PVC.name}\"; or, if every namespace may reach every "
+           "other's data through this class, set sharedAcrossNamespaces: \"true\" and start it with plain text holding "
+           "a \".\", like \"shared.data/${.PVC.labels.app}\"";
   return "";
 }
 

@@ -12,10 +12,20 @@
 
 // Is `pattern` one this provisioner can use? "" when it is; else why not: text outside
 // variables that breaks the rules above, a variable other than ${.PVC.namespace},
-// ${.PVC.name} and ${.PVC.labels.<key>}, a "/" at either end or twice, or no variable that
-// tells claims of a namespace apart is fine (two claims then share a name: the second is
-// refused when the first has a volume).
-std::string CheckPathPattern(const std::string& pattern);
+// ${.PVC.name} and ${.PVC.labels.<key>}, a "/" at either end or twice, no variable at all, or
+// a pattern that could hand one namespace's directory to another:
+//  - by default its first part must be ${.PVC.namespace} alone ("${.PVC.namespace}/..."), with
+//    at least one part after it, so that every directory it makes lies in its namespace's folder
+//    (a namespace's name holds no "/": it is always exactly one part). Claims of one namespace
+//    may still share a name (the second is refused while the first has a volume).
+//  - `shared_across_namespaces` (class parameter sharedAcrossNamespaces: "true"): any namespace
+//    may reach any other's directories. Its first part must then be plain text holding a "."
+//    ("shared.data/${.PVC.labels.app}"), which no namespace's name holds, so that its
+//    directories never meet a namespace's folder made by another class on the same root.
+std::string CheckPathPattern(const std::string& pattern, bool shared_across_namespaces = false);
+
+// The start every namespace-bound pattern has.
+inline constexpr const char* kNamespaceFirst = "${.PVC.namespace}/";
 
 // The directory the pattern names for `claim` (relative to the root). kInvalid, naming the
 // variable and its value, when a part does not follow the rules (a label value with capitals or

@@ -227,12 +227,30 @@ Status Root::MakeDir(const std::string& name, unsigned mode, int uid, int gid) c
     }
     return PosixError("open " + where, errno);
   }
+  if (Status s = NotAMountPoint(dir.get(), where); !s.ok()) return s;
   // Owner first: chown clears set-user/group-ID bits that the mode may ask for.
   if ((uid != -1 || gid != -1) && fchown(dir.get(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0) {
     return PosixError("chown " + where, errno);
   }
   if (fchmod(dir.get(), static_cast<mode_t>(mode)) != 0) return PosixError("chmod " + where, errno);
   return Status::Ok();
+}
+
+Status Root::NotAMountPoint(int dir_fd, const std::string& where) const {
+  fsops_detail::DirId root_id, id;
+  if (fsops_detail::GetDirId(fd_, &root_id) != 0 || fsops_detail::GetDirId(dir_fd, &id) != 0)
+    return PosixError("stat " + where, errno);
+  if (fsops_detail::OnMountOf(id, root_id) || fsops_detail::IsSubvolumeIn(root_id, id, dir_fd)) return Status::Ok();
+  return Status(Status::kConflict, where + " is a mount point (another filesystem is mounted there), which is never a volume's "
+                                           "directory; left as it is");
+}
+
+Status Root::NotAMountPoint(const std::string& name) const {
+  if (!ValidName(name)) return Status::Invalid("invalid directory name \"" + fsops_detail::Printable(name) + "\"");
+  const std::string where = fsops_detail::Printable(fsops_detail::Join(path_, name));
+  fsops_detail::Fd dir(openat(fd_, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir.get() < 0) return errno == ENOENT ? Status::Ok() : PosixError("open " + where, errno);
+  return NotAMountPoint(dir.get(), where);
 }
 
 Status Root::RemoveTree(const std::string& name, const std::atomic<bool>* cancel) const {

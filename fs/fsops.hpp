@@ -206,8 +206,14 @@ class Root {
   // mode are set through a descriptor opened with O_NOFOLLOW, so a symlink planted in the root
   // cannot redirect any of it. Idempotent: an existing directory is fine (owner and mode are
   // set again). An existing non-directory or symlink at `name` is kConflict and is left as it
+  // is. An existing directory that is a mount point (NotAMountPoint) is kConflict, left as it
   // is. kInvalid for a name failing ValidName or a bad mode.
   Status MakeDir(const std::string& name, unsigned mode, int uid = -1, int gid = -1) const;
+
+  // Ok unless root/name is the root of another mount (a btrfs subvolume on the root's mount is
+  // none): kConflict naming it, since a mount point is never a volume's directory (its owner,
+  // mode and limit would be another filesystem's root's). Ok when it does not exist.
+  Status NotAMountPoint(const std::string& name) const;
 
   // The directory root/rel ("ns", or "a/b/c": each name passing ValidName) as a Root of its own,
   // for a volume whose directory is deeper than one level (a class's pathPattern). Walked one
@@ -269,5 +275,7 @@ class Root {
   void Close();
 
   std::string path_;
+  Status NotAMountPoint(int dir_fd, const std::string& where) const;
+
   int fd_ = -1;
 };

@@ -4,35 +4,23 @@
 #include "base/paths.hpp"
 #include "decide/names.hpp"
 
-PatternDirs::PatternDirs(const Config& cfg, const Informer<Volume>* volumes, const NameSet* created)
-    : cfg_(cfg), volumes_(volumes), created_(created) {}
-
-bool PatternDirs::Here(const Volume& v) const {
-  if (cfg_.node_name.empty() || IsShared(v) || OnAllNodes(v)) return true;
-  auto made_on = v.meta.annotations.find(ann::kNode);
-  if (made_on != v.meta.annotations.end()) return made_on->second == cfg_.node_name;
-  return v.node.empty() || v.node == cfg_.node_name;
-}
+PatternDirs::PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created)
+    : guard_(guard), volumes_(volumes), created_(created) {}
 
 std::string PatternDirs::Begin(const std::string& path, const std::string& pv) {
   auto overlaps = [&](const std::string& other) { return PathWithin(other, path) || PathWithin(path, other); };
   std::string holder;
-  volumes_->ForEach([&](const Volume& v) {
-    if (holder.empty() && v.meta.name != pv && !v.host_path.empty() && overlaps(v.host_path) && Here(v)) {
-      const std::string of = v.has_claim_ref ? " (claim " + v.claim_ref.namespace_ + "/" + v.claim_ref.name + ", " : " (";
-      const std::string where = v.host_path == path ? path : v.host_path + ", which overlaps " + path;
-      if (v.phase == "Bound" || v.phase == "Pending" || v.phase.empty()) {
-        holder = "PersistentVolume " + v.meta.name + of + (v.phase.empty() ? "new" : v.phase) + ") uses " + where +
-                 ": the class's pathPattern gives this claim the same directory. Give this claim another name or "
-                 "labels, or delete the other claim and its volume first";
-      } else {
-        holder = "PersistentVolume " + v.meta.name + of + v.phase + ", reclaim policy " + v.reclaim_policy + ") still names " +
-                 where + ". This claim gets that directory, data and all, once the PV is gone: to keep the data, set "
-                 "its reclaim policy to Retain first (kubectl patch pv " + v.meta.name +
-                 " -p '{\"spec\":{\"persistentVolumeReclaimPolicy\":\"Retain\"}}'), then kubectl delete pv " + v.meta.name;
-      }
+  if (std::optional<Volume> v = guard_->Overlapping(path, pv)) {
+    if (v->phase == "Bound" || v->phase == "Pending" || v->phase.empty()) {
+      holder = DirGuard::Uses(*v, path) + ": the class's pathPattern gives this claim the same directory, or one "
+               "inside or around it. Give this claim another name or labels, or delete the other claim and its volume first";
+    } else {
+      holder = DirGuard::Uses(*v, path) + " and still names it (reclaim policy " + v->reclaim_policy + "). This claim "
+               "gets that directory, data and all, once the PV is gone: to keep the data, set its reclaim policy to Retain "
+               "first (kubectl patch pv " + v->meta.name + " -p '{\"spec\":{\"persistentVolumeReclaimPolicy\":\"Retain\"}}'), "
+               "then kubectl delete pv " + v->meta.name;
     }
-  });
+  }
   if (!holder.empty()) return holder;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = held_.begin(); it != held_.end();) {
@@ -62,7 +50,7 @@ std::string PatternDirs::QuotaHolder(const std::string& quota, const std::string
   std::string holder;
   volumes_->ForEach([&](const Volume& v) {
     auto q = v.meta.annotations.find(ann::kQuota);
-    if (holder.empty() && v.meta.name != pv && q != v.meta.annotations.end() && q->second == quota && Here(v))
+    if (holder.empty() && v.meta.name != pv && q != v.meta.annotations.end() && q->second == quota && guard_->Here(v))
       holder = v.meta.name;
   });
   return holder;

@@ -1,11 +1,9 @@
 // Which volume holds each directory a class's pathPattern names: a claim made again gets the
 // directory of the one before it (reattach), so two PVs must never name one directory, nor one
-// inside the other (deleting the outer would take the inner's data: local-path-provisioner's
-// #485). A directory is free for a new volume when no PV in the cluster names it or a path
-// within it or around it (any PV: a hand-written one too), and no worker of this instance is
+// inside the other. A directory is free for a new volume when the guard (dir_guard.hpp) finds
+// no PV that names it or a path within it or around it, and no worker of this instance is
 // making, or has just made, a volume there. One instance is shared by every worker.
-// Instances on other nodes have directories of their own (a PV pinned to another node holds
-// nothing here); instances sharing a root (a network share) can still race each other.
+// Instances sharing a root (a network share) can still race each other.
 #pragma once
 #include <map>
 #include <mutex>
@@ -13,13 +11,14 @@
 
 #include "base/config.hpp"
 #include "base/objects.hpp"
+#include "control/dir_guard.hpp"
 #include "control/sync.hpp"
 #include "kube/informer.hpp"
 
 class PatternDirs {
  public:
-  // Both must outlive this. `created`: as VolumeMaker's (PVs made whose watch event has not come).
-  PatternDirs(const Config& cfg, const Informer<Volume>* volumes, const NameSet* created);
+  // All must outlive this. `created`: as VolumeMaker's (PVs made whose watch event has not come).
+  PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created);
 
   // Reserves the directory at `path` for volume `pv` until Finish. "" when it is free; else
   // what the claim's user is told: the PV that names it (with how to free the directory and
@@ -40,10 +39,7 @@ class PatternDirs {
     std::string pv;
     bool active = false;  // a worker is making it
   };
-  // Does PV `v` name a directory on this node (not one pinned to another node by its instance)?
-  bool Here(const Volume& v) const;
-
-  const Config& cfg_;
+  const DirGuard* guard_;
   const Informer<Volume>* volumes_;
   const NameSet* created_;
   std::mutex mu_;

@@ -17,6 +17,8 @@ Result<MadeDir> MakeVolumeDir(const Root& root, const Action& a) {
   MadeDir made;
   const std::string name = LeafName(a.dir_name);
   made.existed = a.path_pattern && fsops_detail::IsDirNoFollow(root.fd(), name);
+  if (made.existed)
+    if (Status s = root.NotAMountPoint(name); !s.ok()) return s;
   if (a.quota == "false") {
     if (Status s = root.MakeDir(name, a.dir_mode, a.uid, a.gid); !s.ok()) return s;
     return made;

@@ -29,6 +29,10 @@ Status Quiet(const Volume& v, const Status& s) {
 
 Status EveryNodeSteps::Join(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
   const std::string path = a.root + "/" + a.dir_name;
+  if (std::optional<Volume> other = guard_->Overlapping(path, v.meta.name))
+    return Told(pv, reason::kProvisioningFailed,
+                "cannot make " + path + " on node " + cfg_.node_name + ": " + DirGuard::Uses(*other, path) +
+                    "; nothing made or changed there (will retry; delete that volume, or this one)");
   Status s = Dir(a, true, [&](const Root& root, const std::string& leaf) { return root.MakeDir(leaf, a.dir_mode, a.uid, a.gid); });
   if (!s.ok()) {
     const std::string hint = FixHint(s);
@@ -46,7 +50,14 @@ Status EveryNodeSteps::Join(KubeApi& api, const Volume& v, const Action& a, cons
 Status EveryNodeSteps::Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv) {
   const std::string path = a.root + "/" + a.dir_name;
   std::string done = "kept " + path + " (reclaim policy " + v.reclaim_policy + ")";
-  if (a.remove_dir) {
+  std::optional<Volume> other = a.remove_dir && a.on_delete != "retain" ? guard_->Overlapping(path, v.meta.name) : std::nullopt;
+  if (other) {
+    const std::string message = "kept " + path + " on node " + cfg_.node_name + " as it is, not " +
+                                (a.on_delete == "archive" ? "archived: " : "removed: ") + DirGuard::Uses(*other, path) +
+                                "; remove what is left by hand once that volume is gone";
+    LogWarn("volume " + v.meta.name + ": " + message);
+    recorder_->Warning(pv, reason::kVolumeFailedDelete, message);
+  } else if (a.remove_dir) {
     if (a.on_delete != "delete" && a.on_delete != "archive" && a.on_delete != "retain")
       return Told(pv, reason::kVolumeFailedDelete,
                   "annotation " + std::string(ann::kOnDelete) + "=\"" + a.on_delete + "\" is not \"archive\" or \"retain\" "
@@ -69,7 +80,8 @@ Status EveryNodeSteps::Leave(KubeApi& api, const Volume& v, const Action& a, con
     }
   }
   // Said before the finalizer goes: a conflict there retries, and the retry finds it moved.
-  const bool kept = a.remove_dir && a.on_delete != "delete";
+  const bool kept = !other && a.remove_dir && a.on_delete != "delete";
+  if (other) done = "kept " + path + " (another volume's directory overlaps it)";
   if (kept) {
     LogInfo("volume " + v.meta.name + ": " + done + " on node " + cfg_.node_name);
     recorder_->Normal(pv, a.on_delete == "archive" ? reason::kVolumeArchived : reason::kVolumeRetained,

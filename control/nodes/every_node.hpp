@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/config.hpp"
+#include "control/dir_guard.hpp"
 #include "decide/reconcile.hpp"
 #include "fs/roots.hpp"
 #include "kube/k8s.hpp"
@@ -19,16 +20,20 @@
 class EveryNodeSteps {
  public:
   // Every argument must outlive the steps. Thread-safe.
-  EveryNodeSteps(const Config& cfg, Roots* roots, EventRecorder* recorder)
-      : cfg_(cfg), roots_(roots), recorder_(recorder) {}
+  EveryNodeSteps(const Config& cfg, Roots* roots, const DirGuard* guard, EventRecorder* recorder)
+      : cfg_(cfg), roots_(roots), guard_(guard), recorder_(recorder) {}
 
   // Makes a.dir_name here, then adds this node's finalizer to `v`. Ok when done (or the PV is
   // gone); an error (logged, and an event on `pv` when the user can act) means retry later.
+  // A directory that another PV here names, or one inside or around another's (DirGuard), is
+  // not made nor chowned: a ProvisioningFailed Warning names that PV, and it is tried again.
   Status Join(KubeApi& api, const Volume& v, const Action& a, const Involved& pv);
 
   // If a.remove_dir (the policy is Delete): removes a.dir_name here, or moves it into its
   // root's archive folder, or keeps it, as a.on_delete says (a VolumeArchived or VolumeRetained
-  // event saying where it is); then drops this node's finalizer. Ok when done (or the PV is gone); an error (logged, and an event on `pv` when
+  // event saying where it is); then drops this node's finalizer. A directory that another PV
+  // here names, or one inside or around another's (DirGuard), is kept as it is, and a
+  // VolumeFailedDelete Warning says why (the volume itself may go: its directory stays). Ok when done (or the PV is gone); an error (logged, and an event on `pv` when
   // the user can act) means retry later.
   Status Leave(KubeApi& api, const Volume& v, const Action& a, const Involved& pv);
 
@@ -48,5 +53,6 @@ class EveryNodeSteps {
 
   const Config& cfg_;
   Roots* roots_;
+  const DirGuard* guard_;
   EventRecorder* recorder_;
 };

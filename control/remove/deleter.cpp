@@ -13,10 +13,10 @@
 #include "decide/path_pattern.hpp"
 #include "fs/fsops.hpp"
 
-Deleter::Deleter(const Config& cfg, const Informer<Volume>* volumes, const Informer<StorageClass>* classes, Roots* roots,
+Deleter::Deleter(const Config& cfg, const Informer<Volume>* volumes, const DirGuard* guard, const Informer<StorageClass>* classes, Roots* roots,
                  EveryNodeSteps* every_node, SharedSteps* shared, EventRecorder* recorder, ControllerStats* stats,
                  BeingCopied being_copied, const std::atomic<bool>* cancel, RootMovedCheck root_moved)
-    : cfg_(cfg), volumes_(volumes), classes_(classes), roots_(roots), every_node_(every_node), shared_(shared),
+    : cfg_(cfg), volumes_(volumes), guard_(guard), classes_(classes), roots_(roots), every_node_(every_node), shared_(shared),
       recorder_(recorder), stats_(stats), being_copied_(std::move(being_copied)), cancel_(cancel),
       root_moved_(std::move(root_moved)) {}
 
@@ -105,16 +105,9 @@ Outcome Deleter::Delete(WorkerApi& w, const Volume& v, const Action& a) {
     recorder_->Normal(InvolvedOf(v), reason::kVolumeRetained, message);
     return Deleted(v, "kept " + path, start);
   }
-  std::string other;
-  volumes_->ForEach([&](const Volume& o) {
-    // A path inside this directory holds its name as a component (normalising never changes
-    // one): the cheap test first, since every deletion looks at every PV.
-    if (o.meta.name != v.meta.name && o.host_path.find(a.dir_name) != std::string::npos && PathWithin(o.host_path, path))
-      other = o.meta.name;
-  });
-  if (!other.empty())
-    return DeleteFailed(v, "PersistentVolume " + other + " also uses " + path +
-                               "; refusing to delete its data (delete that volume first, or remove the data by hand)");
+  if (std::optional<Volume> other = guard_->Overlapping(path, v.meta.name))
+    return DeleteFailed(v, DirGuard::Uses(*other, path) + ": refusing to " + (a.on_delete == "archive" ? "archive " : "delete ") +
+                               path + ", which would take that volume's data (delete that volume first, or move the data by hand)");
   Result<Roots::Ref> root = roots_->Get(a.root);
   if (!root.ok()) return DeleteFailed(v, "cannot use " + a.root + ": " + root.status().message() + "; will retry");
   if (a.require_mount) {

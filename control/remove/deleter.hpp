@@ -13,6 +13,7 @@
 #include <string>
 
 #include "base/config.hpp"
+#include "control/dir_guard.hpp"
 #include "control/remove/archiving.hpp"
 #include "control/nodes/every_node.hpp"
 #include "control/nodes/shared.hpp"
@@ -30,7 +31,7 @@ class Deleter {
 
   // Every pointer must outlive the deleter. A removal stops early once *cancel is set (the
   // controller halts), leaving the rest for whoever acts next.
-  Deleter(const Config& cfg, const Informer<Volume>* volumes, const Informer<StorageClass>* classes, Roots* roots,
+  Deleter(const Config& cfg, const Informer<Volume>* volumes, const DirGuard* guard, const Informer<StorageClass>* classes, Roots* roots,
           EveryNodeSteps* every_node, SharedSteps* shared, EventRecorder* recorder, ControllerStats* stats,
           BeingCopied being_copied, const std::atomic<bool>* cancel, RootMovedCheck root_moved);
 
@@ -38,7 +39,8 @@ class Deleter {
   // done (a volume it deleted and the cache still holds: done, until the watch catches up; a
   // volume gone from the cache: forgotten). Retried after a failure (logged; told on the volume
   // where the user can act: VolumeFailedDelete), while a copy reads it, when stopped early, and
-  // when PV_DIR moved. Never removes a directory another PV's path lies in.
+  // when PV_DIR moved. Never removes or moves a directory that another PV names, or one inside
+  // or around another PV's (DirGuard): VolumeFailedDelete naming that PV, retried.
   Outcome Sync(WorkerApi& w, const std::string& name);
 
  private:
@@ -52,6 +54,7 @@ class Deleter {
 
   const Config& cfg_;
   const Informer<Volume>* volumes_;
+  const DirGuard* guard_;
   const Informer<StorageClass>* classes_;
   Roots* roots_;
   EveryNodeSteps* every_node_;

@@ -402,7 +402,7 @@ TEST_CASE("a PV that uses another volume's directory keeps that volume's data wh
     "metadata":{"name":"backup-view"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadOnlyMany"],
     "persistentVolumeReclaimPolicy":"Retain","storageClassName":"manual","hostPath":{"path":")" + dir + R"("}}})").code == 201);
   REQUIRE(c.api.Delete("/api/v1/namespaces/default/persistentvolumeclaims/shared").code == 200);
-  REQUIRE(Eventually([&] { return HasEvent(c.api, "default", pv_name, "VolumeFailedDelete", "backup-view also uses"); }));
+  REQUIRE(Eventually([&] { return HasEvent(c.api, "default", pv_name, "VolumeFailedDelete", "PersistentVolume backup-view (Available) uses " + dir + ": refusing to delete"); }));
   CHECK(ReadFile(dir + "/data.txt") == "also used elsewhere\n");
   CHECK(c.api.Volume(pv_name).is<picojson::object>());
 }

@@ -240,6 +240,7 @@ std::string FakeApi::CollectionOf(const picojson::value& obj) {
   if (kind == "PersistentVolumeClaim") return "/api/v1/namespaces/" + ns + "/persistentvolumeclaims";
   if (kind == "Pod") return "/api/v1/namespaces/" + ns + "/pods";
   if (kind == "Node") return "/api/v1/nodes";
+  if (kind == "Namespace") return "/api/v1/namespaces";
   if (kind == "Lease") return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases";
   throw std::runtime_error("harness: unknown kind " + kind);
 }

@@ -136,6 +136,8 @@ TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
   CHECK_FALSE(Parse({"--check-free-space=false"}).value().check_free_space);
   CHECK(Parse({}, {{"NODE_NAME", "n1"}, {"DELETED_NODE_CLEANUP_DELAY", "600"}}).value().deleted_node_cleanup_seconds == 600);
   CHECK(Parse({}, {{"ALLOWED_PV_DIRS", ""}}).value().allowed_pv_dirs.empty());
+  // PV_DIR named again, and a sibling whose name only starts like it: no nesting.
+  CHECK(Parse({}, {{"ALLOWED_PV_DIRS", "/var/kubernetes,/var/kubernetes-fast,/mnt/a,/mnt/ab"}}).ok());
   struct Row {
     std::map<std::string, std::string> env;
     const char* says;
@@ -150,6 +152,12 @@ TEST_CASE("NODE_NAME and ALLOWED_PV_DIRS", "[config][node]") {
       {{{"NODE_NAME", "n1"}, {"LEADER_ELECT", "true"}}, "cannot be used with NODE_NAME"},
       {{{"DELETED_NODE_CLEANUP_DELAY", "600"}}, "needs NODE_NAME"},
       {{{"NODE_NAME", "n1"}, {"DELETED_NODE_CLEANUP_DELAY", "10m"}}, "DELETED_NODE_CLEANUP_DELAY (--deleted-node-cleanup-delay) must be a whole number"},
+      // Roots inside roots: a disk mounted below PV_DIR, or two allowed roots one in the other.
+      {{{"ALLOWED_PV_DIRS", "/mnt/ssd,/var/kubernetes/fast"}},
+       "ALLOWED_PV_DIRS (--allowed-pv-dirs) /var/kubernetes/fast is inside PV_DIR (--pv-dir) /var/kubernetes: roots must not nest"},
+      {{{"PV_DIR", "/srv/pv/inner"}, {"ALLOWED_PV_DIRS", "/srv/pv"}},
+       "PV_DIR (--pv-dir) /srv/pv/inner is inside ALLOWED_PV_DIRS (--allowed-pv-dirs) /srv/pv"},
+      {{{"ALLOWED_PV_DIRS", "/mnt/a,/mnt/a/b/"}}, "/mnt/a/b is inside ALLOWED_PV_DIRS (--allowed-pv-dirs) /mnt/a"},
   };
   for (const Row& r : bad) {
     INFO(r.says);

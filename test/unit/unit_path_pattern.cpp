@@ -21,8 +21,25 @@ Claim ShopClaim() {
 
 TEST_CASE("pathPattern: the patterns a class may hold", "[path_pattern]") {
   CHECK(CheckPathPattern("${.PVC.namespace}/${.PVC.name}") == "");
-  CHECK(CheckPathPattern("apps/${.PVC.namespace}-${.PVC.labels.app}") == "");
-  CHECK(CheckPathPattern("${.PVC.labels.example.com/tier}") == "");
+  CHECK(CheckPathPattern("${.PVC.namespace}/apps/${.PVC.labels.app}-${.PVC.name}") == "");
+  CHECK(CheckPathPattern("${.PVC.namespace}/${.PVC.labels.example.com/tier}") == "");
+  CHECK(CheckPathPattern("${.PVC.namespace}/data") == "");  // one directory per namespace: shared within it
+  // Anything that does not put the namespace alone first could meet another namespace's
+  // directory: the same name ("a"/"b-c" and "a-b"/"c"), or one inside another's.
+  for (const char* unsafe : {"${.PVC.namespace}-${.PVC.name}", "${.PVC.name}", "${.PVC.labels.app}",
+                             "${.PVC.name}/${.PVC.namespace}", "apps/${.PVC.namespace}/${.PVC.name}",
+                             "${.PVC.namespace}", "${.PVC.namespace}x/${.PVC.name}", "${.PVC.namespace}${.PVC.name}/x"}) {
+    INFO(unsafe);
+    CHECK(CheckPathPattern(unsafe).find("does not start with \"${.PVC.namespace}/\"") != std::string::npos);
+  }
+  // Shared across namespaces, on purpose: its first part is plain text no namespace's name has.
+  CHECK(CheckPathPattern("shared.data/${.PVC.labels.app}", true) == "");
+  CHECK(CheckPathPattern("team.shared/${.PVC.labels.app}/${.PVC.name}", true) == "");
+  for (const char* unsafe : {"${.PVC.labels.app}", "shared/${.PVC.labels.app}", "${.PVC.namespace}/${.PVC.name}",
+                             "x.${.PVC.name}/y", "shared.data${.PVC.name}/y"}) {
+    INFO(unsafe);
+    CHECK(CheckPathPattern(unsafe, true).find("first part must be plain text") != std::string::npos);
+  }
   // Out of the root, hidden, empty parts, or no variable at all.
   CHECK(CheckPathPattern("/${.PVC.name}").find("starts with \"/\"") != std::string::npos);
   CHECK(CheckPathPattern("../${.PVC.name}") != "");
@@ -31,6 +48,7 @@ TEST_CASE("pathPattern: the patterns a class may hold", "[path_pattern]") {
   CHECK(CheckPathPattern("${.PVC.namespace}//${.PVC.name}") != "");
   CHECK(CheckPathPattern("${.PVC.name}/") != "");
   CHECK(CheckPathPattern("data").find("no variable") != std::string::npos);
+  CHECK(CheckPathPattern("shared.data/x", true).find("no variable") != std::string::npos);
   CHECK(CheckPathPattern("${.PVC.name").find("not closed") != std::string::npos);
   // Only the claim's namespace, name and labels: not annotations, not anything else.
   CHECK(CheckPathPattern("${.PVC.annotations.x}").find("unknown variable") != std::string::npos);
@@ -38,6 +56,26 @@ TEST_CASE("pathPattern: the patterns a class may hold", "[path_pattern]") {
   CHECK(CheckPathPattern("${.PVC.labels.}").find("label key") != std::string::npos);
   CHECK(CheckPathPattern("Data/${.PVC.name}").find("characters") != std::string::npos);
   CHECK(CheckPathPattern("a b/${.PVC.name}").find("characters") != std::string::npos);
+}
+
+TEST_CASE("pathPattern: a class whose pattern could cross namespaces is refused, naming the class", "[path_pattern]") {
+  Config cfg = TestConfig();
+  StorageClass sc = PatternClass("${.PVC.namespace}-${.PVC.name}");
+  sc.meta.name = "keep";
+  Action a = DecideClaim(cfg, ShopClaim(), &sc, nullptr);
+  REQUIRE(a.kind == Action::kFail);
+  CHECK(a.message.find("StorageClass keep: parameter pathPattern=\"${.PVC.namespace}-${.PVC.name}\" does not start with") == 0);
+  CHECK(a.message.find("sharedAcrossNamespaces") != std::string::npos);  // the way out, named
+  ClassParameters params;
+  sc.parameters = {{"pathPattern", "shared.data/${.PVC.labels.app}"}, {"sharedAcrossNamespaces", "true"}};
+  CHECK(ParseClassParameters(cfg, sc, &params) == "");
+  CHECK(params.shared_across_namespaces);
+  sc.parameters["sharedAcrossNamespaces"] = "false";
+  CHECK(ParseClassParameters(cfg, sc, &params).find("does not start with") != std::string::npos);
+  sc.parameters["sharedAcrossNamespaces"] = "yes";
+  CHECK(ParseClassParameters(cfg, sc, &params) == "parameter sharedAcrossNamespaces=\"yes\" must be \"true\" or \"false\"");
+  sc.parameters = {{"sharedAcrossNamespaces", "true"}};
+  CHECK(ParseClassParameters(cfg, sc, &params) == "parameter sharedAcrossNamespaces only goes with pathPattern");
 }
 
 TEST_CASE("pathPattern: a claim's directory from its namespace, name and labels", "[path_pattern]") {

@@ -1,0 +1,41 @@
+// The rule that guards a volume's directory: the bodies (dir_guard.hpp has the contracts).
+#include "control/dir_guard.hpp"
+
+#include "base/paths.hpp"
+#include "decide/names.hpp"
+
+bool DirGuard::Here(const Volume& v) const {
+  if (cfg_.node_name.empty() || IsShared(v) || OnAllNodes(v)) return true;
+  auto made_on = v.meta.annotations.find(ann::kNode);
+  if (made_on != v.meta.annotations.end()) return made_on->second == cfg_.node_name;
+  return v.node.empty() || v.node == cfg_.node_name;
+}
+
+bool DirGuard::BelowARoot(const std::string& path) const {
+  std::string p;
+  if (!NormaliseAbsolute(path, &p)) return false;
+  auto below = [&](const std::string& root) { return p != root && PathWithin(p, root); };
+  if (below(cfg_.pv_dir)) return true;
+  for (const std::string& root : cfg_.allowed_pv_dirs)
+    if (below(root)) return true;
+  return false;
+}
+
+std::optional<Volume> DirGuard::Overlapping(const std::string& path, const std::string& pv) const {
+  std::optional<Volume> found;
+  volumes_->ForEach([&](const Volume& v) {
+    if (found || v.meta.name == pv || v.host_path.empty()) return;
+    const bool inside = PathWithin(v.host_path, path);
+    if ((inside || (PathWithin(path, v.host_path) && BelowARoot(v.host_path))) && Here(v)) found = v;
+  });
+  return found;
+}
+
+std::string DirGuard::Uses(const Volume& other, const std::string& path) {
+  std::string text = "PersistentVolume " + other.meta.name + " (";
+  if (other.has_claim_ref) text += "claim " + other.claim_ref.namespace_ + "/" + other.claim_ref.name + ", ";
+  text += (other.phase.empty() ? std::string("new") : other.phase) + ") uses " + other.host_path;
+  std::string o;
+  if (NormaliseAbsolute(other.host_path, &o) && o != path) text += PathWithin(o, path) ? ", inside " + path : ", around " + path;
+  return text;
+}
