@@ -31,9 +31,10 @@ std::optional<Volume> DirGuard::Overlapping(const std::string& path, const std::
   return found;
 }
 
-std::string DirGuard::Uses(const Volume& other, const std::string& path) {
+std::string DirGuard::Uses(const Volume& other, const std::string& path, const std::string& viewer) {
   std::string text = "PersistentVolume " + other.meta.name + " (";
-  if (other.has_claim_ref) text += "claim " + other.claim_ref.namespace_ + "/" + other.claim_ref.name + ", ";
+  if (other.has_claim_ref && !viewer.empty() && other.claim_ref.namespace_ != viewer) text += "another namespace's claim, ";
+  else if (other.has_claim_ref) text += "claim " + other.claim_ref.namespace_ + "/" + other.claim_ref.name + ", ";
   text += (other.phase.empty() ? std::string("new") : other.phase) + ") uses " + other.host_path;
   std::string o;
   if (NormaliseAbsolute(other.host_path, &o) && o != path) text += PathWithin(o, path) ? ", inside " + path : ", around " + path;

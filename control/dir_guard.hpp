@@ -26,8 +26,9 @@ class DirGuard {
   std::optional<Volume> Overlapping(const std::string& path, const std::string& pv) const;
 
   // What a user is told of `other` and `path`: "PersistentVolume X (claim ns/c, Bound) uses
-  // /r/ns/c" and, where the two differ, ", inside /r/ns" or ", around /r/ns/c/d".
-  static std::string Uses(const Volume& other, const std::string& path);
+  // /r/ns/c" and, where the two differ, ", inside /r/ns" or ", around /r/ns/c/d". Told to a
+  // claim of namespace `viewer` (when given), another namespace's claim is not named.
+  static std::string Uses(const Volume& other, const std::string& path, const std::string& viewer = "");
 
   // Does PV `v` name a directory on this node? Always in single-node mode; a shared or
   // every-node volume: yes; else the node it was made on (our annotation), or its node affinity.

@@ -7,15 +7,15 @@
 PatternDirs::PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created)
     : guard_(guard), volumes_(volumes), created_(created) {}
 
-std::string PatternDirs::Begin(const std::string& path, const std::string& pv) {
+std::string PatternDirs::Begin(const std::string& path, const std::string& pv, const std::string& ns) {
   auto overlaps = [&](const std::string& other) { return PathWithin(other, path) || PathWithin(path, other); };
   std::string holder;
   if (std::optional<Volume> v = guard_->Overlapping(path, pv)) {
     if (v->phase == "Bound" || v->phase == "Pending" || v->phase.empty()) {
-      holder = DirGuard::Uses(*v, path) + ": the class's pathPattern gives this claim the same directory, or one "
+      holder = DirGuard::Uses(*v, path, ns) + ": the class's pathPattern gives this claim the same directory, or one "
                "inside or around it. Give this claim another name or labels, or delete the other claim and its volume first";
     } else {
-      holder = DirGuard::Uses(*v, path) + " and still names it (reclaim policy " + v->reclaim_policy + "). This claim "
+      holder = DirGuard::Uses(*v, path, ns) + " and still names it (reclaim policy " + v->reclaim_policy + "). This claim "
                "gets that directory, data and all, once the PV is gone: to keep the data, set its reclaim policy to Retain "
                "first (kubectl patch pv " + v->meta.name + " -p '{\"spec\":{\"persistentVolumeReclaimPolicy\":\"Retain\"}}'), "
                "then kubectl delete pv " + v->meta.name;

@@ -20,10 +20,11 @@ class PatternDirs {
   // All must outlive this. `created`: as VolumeMaker's (PVs made whose watch event has not come).
   PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created);
 
-  // Reserves the directory at `path` for volume `pv` until Finish. "" when it is free; else
-  // what the claim's user is told: the PV that names it (with how to free the directory and
-  // keep its data), or that another claim is being provisioned there. Thread-safe.
-  std::string Begin(const std::string& path, const std::string& pv);
+  // Reserves the directory at `path` for volume `pv` of a claim in namespace `ns` until Finish.
+  // "" when it is free; else what the claim's user is told: the PV that names it (with how to
+  // free the directory and keep its data; another namespace's claim not named), or that another
+  // claim is being provisioned there. Thread-safe.
+  std::string Begin(const std::string& path, const std::string& pv, const std::string& ns);
 
   // The attempt of Begin ended: `made` (its PV created) keeps the reservation until the PV is
   // in the cache or gone (later Begins tell); otherwise it is dropped. Thread-safe.

@@ -88,7 +88,7 @@ Outcome Provisioner::ProvisionPattern(WorkerApi& w, const Claim& claim, const Ac
     }
     LogInfo("claim " + KeyOf(claim.meta) + ": its directory " + path + " is on this node: reattaching it here, " + asked);
   }
-  if (std::string held = dirs_->Begin(path, pv); !held.empty())
+  if (std::string held = dirs_->Begin(path, pv, claim.meta.namespace_); !held.empty())
     return maker_->Failed(w, claim, "cannot use the directory " + path + ": " + held);
   Outcome o = Provision(w, claim, a);
   dirs_->Finish(path, pv, created_->Contains(pv) || volumes_->Get(pv).has_value());

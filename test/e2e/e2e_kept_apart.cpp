@@ -257,3 +257,32 @@ TEST_CASE("kept apart: a volume on every node never joins, nor removes, a direct
   CHECK(ReadFile(inner + "/data.txt") == "data\n");  // node-b's volume kept its data
   CHECK(Phase(n.ClaimJson("x")) == "Bound");
 }
+
+TEST_CASE("kept apart: manifests/classes/keep-data.yaml as the README shows it: a claim made again gets its files",
+          "[e2e][pattern]") {
+  Tenants t({ReadFile("manifests/classes/keep-data.yaml")});
+  t.api->CreateYaml(Claim("a", "db", "hostpath-keep"));
+  REQUIRE(t.WaitBound("a", "db"));
+  REQUIRE(AsTenant("echo rows > " + t.pv_dir + "/a/db/table.txt") == 0);
+  t.DeleteBound("a", "db");
+  CHECK(ReadFile(t.pv_dir + "/a/db/table.txt") == "rows\n");
+  t.api->CreateYaml(Claim("a", "db", "hostpath-keep"));
+  REQUIRE(t.WaitBound("a", "db"));
+  CHECK(t.WaitEvent("a", "db", "Reattached", t.pv_dir + "/a/db (1 files and directories"));
+  // Another namespace's claim of that name: a new, empty directory of its own.
+  t.api->CreateYaml(Claim("b", "db", "hostpath-keep"));
+  REQUIRE(t.WaitBound("b", "db"));
+  CHECK(ListDir(t.pv_dir + "/b/db").empty());
+}
+
+TEST_CASE("kept apart: a refusal does not name another namespace's claim", "[e2e][pattern][namespaces]") {
+  Tenants t({ClassYaml("keep", "Delete", "hostpath-provisioner.io/hostpath", Pattern("${.PVC.namespace}/${.PVC.name}"))});
+  // A volume of namespace a in namespace b's folder, as a pattern allowed before could make it.
+  REQUIRE(t.api->Post("/api/v1/persistentvolumes", R"({"apiVersion":"v1","kind":"PersistentVolume",
+    "metadata":{"name":"pvc-old"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],
+    "persistentVolumeReclaimPolicy":"Retain","storageClassName":"keep","hostPath":{"path":")" + t.pv_dir + R"(/b/shop"},
+    "claimRef":{"namespace":"a","name":"secret-project","uid":"1234"}}})").code == 201);
+  t.api->CreateYaml(Claim("b", "shop", "keep"));
+  REQUIRE(t.WaitEvent("b", "shop", "ProvisioningFailed", "PersistentVolume pvc-old (another namespace's claim,"));
+  CHECK_THAT(t.Events("b", "shop", "ProvisioningFailed"), !Catch::Contains("secret-project"));
+}

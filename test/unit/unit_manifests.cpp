@@ -684,6 +684,7 @@ TEST_CASE("the optional classes in manifests/classes/ are ours and their paramet
       {"manifests/classes/every-node.yaml", "hostpath-every-node", {{"NODE_NAME", "node-a"}}},
       {"manifests/classes/network-share.yaml", "hostpath-share", {{"ALLOWED_PV_DIRS", "/mnt/share"}}},
       {"manifests/classes/enforced-size.yaml", "hostpath-enforced", {}},
+      {"manifests/classes/keep-data.yaml", "hostpath-keep", {}},
   };
   for (const Row& r : rows) {
     INFO(r.file);
