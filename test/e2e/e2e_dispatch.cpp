@@ -322,3 +322,24 @@ TEST_CASE("a label changed right after the dispatcher's own is put right", "[e2e
   REQUIRE(carried_out);
   CHECK(Eventually([&] { return Label(n.ClaimJson("fought")) == "node-a"; }));
 }
+
+TEST_CASE("the installs' Roles grant their own Leases only: a replica refused its Lease (another PROVISIONER_NAME) is not ready and says why once", "[e2e][dispatch]") {
+  TempDir tmp;
+  FakeApi api(tmp.path() + "/api");  // manifests/rbac.yaml, the Deployment's
+  ::mkdir((tmp.path() + "/pv").c_str(), 0755);
+  Provisioner p(api, tmp.path() + "/pv",
+                {{"LEADER_ELECT", "true"}, {"LEADER_ELECT_NAMESPACE", "kube-system"}, {"PROVISIONER_NAME", "example.com/renamed"}});
+  REQUIRE(Eventually([&] { return p.Log().find("waiting for lease kube-system/example.com-renamed") != std::string::npos; }));
+  Reply ready;
+  CHECK(Eventually([&] { return (ready = p.Http("/readyz")).code == 503; }));
+  CHECK_THAT(ready.body, Catch::StartsWith("may not take the lease: ") &&
+                             Catch::Contains("cannot get resource \"leases\" in API group \"coordination.k8s.io\""));
+  std::this_thread::sleep_for(std::chrono::seconds(6));  // more than a retry period: it keeps trying, silently
+  CHECK(Count(p.Log(), "waiting for lease") == 1);
+  CHECK_THAT(p.Log(), Catch::Contains("its Role is missing or names another Lease"));
+  // The only refusals: reads of that Lease (the Role names the install's own).
+  for (const auto& d : api.Denials()) {
+    CHECK(d.get("verb").to_str() == "get");
+    CHECK(d.get("name").to_str() == "example.com-renamed");
+  }
+}
