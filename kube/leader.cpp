@@ -40,7 +40,7 @@ bool LeaderElector::Acquire(const std::function<bool()>& stopping) {
       LogInfo(line);
       logged_held = true;
     } else if (s.code() != Status::kConflict && s.message() != logged_error) {
-      LogWarn(line + (s.code() == Status::kForbidden ? " (its Role is missing or names another Lease: apply the install's rbac.yaml; said once)" : ""));
+      LogWarn(line + (s.code() == Status::kForbidden ? " (its Role is missing or names another Lease: apply the install's rbac.yaml; not repeated while it lasts)" : ""));
       logged_error = s.message();
     }
     long tenths = t_.retry_period.count() * 10;

@@ -180,10 +180,9 @@ std::string Dispatcher::Problem() {
 
 void Dispatcher::SetProblem(const std::string& problem) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (problem == problem_) return;
-  if (!problem.empty())
+  if (!problem.empty() && problem_.empty())  // once, not once per claim
     LogWarn("claims wait: this instance holds the dispatch Lease but " + problem +
-            " (RBAC changed since it started? apply manifests/daemonset/rbac.yaml; said once)");
+            " (RBAC changed since it started? apply manifests/daemonset/rbac.yaml; not repeated while it lasts)");
   problem_ = problem;
 }
 
@@ -248,6 +247,7 @@ void Dispatcher::Elect() {
       cv_.wait(lock, [this] { return stop_ || lost_; });
       received_before_ += term->claims.Received();
       term_.reset();
+      problem_.clear();  // the next holder's to find
     }
     leading_ = false;
     term->Stop();

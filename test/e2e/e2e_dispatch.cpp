@@ -343,3 +343,22 @@ TEST_CASE("the installs' Roles grant their own Leases only: a replica refused it
     CHECK(d.get("name").to_str() == "example.com-renamed");
   }
 }
+
+TEST_CASE("the dispatcher refused its labels after the start (403): /readyz fails with the reason, one Warning; the claim is labelled once allowed again", "[e2e][nodes][dispatch]") {
+  Nodes n;
+  n.Start("node-a");
+  Provisioner& p = *n.instances["node-a"];
+  REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200 && Dispatcher(n) == "node-a"; }));
+  // As if the claims' patch were taken out of the ClusterRole while it runs.
+  REQUIRE(faults::Inject(*n.api, {"patch", "persistentvolumeclaims", 403, 1000, 0, 0}));
+  n.Claim("refused", "hostpath", "hostpath-provisioner.io/node", "node-a");
+  Reply ready;
+  REQUIRE(Eventually([&] { return (ready = p.Http("/readyz")).code == 503; }));
+  CHECK_THAT(ready.body, Catch::StartsWith("may not label claims: label PersistentVolumeClaim default/refused"));
+  CHECK(Eventually([&] { return Count(p.Log(), "dispatching claim default/refused") == 0 && p.Log().find("claims wait") != std::string::npos; }));
+  CHECK(Phase(n.ClaimJson("refused")) == "Pending");
+  REQUIRE(faults::Control(*n.api, "/fake/clear-faults"));
+  REQUIRE(n.WaitBound("refused"));  // the retries go on, with backoff
+  CHECK(Eventually([&] { return p.Http("/readyz").code == 200; }));
+  CHECK(Count(p.Log(), "claims wait: this instance holds the dispatch Lease but may not label claims") == 1);
+}
