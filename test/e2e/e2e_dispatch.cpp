@@ -362,3 +362,34 @@ TEST_CASE("the dispatcher refused its labels after the start (403): /readyz fail
   CHECK(Eventually([&] { return p.Http("/readyz").code == 200; }));
   CHECK(Count(p.Log(), "claims wait: this instance holds the dispatch Lease but may not label claims") == 1);
 }
+
+TEST_CASE("a claim bound before the dispatcher (no node label) gets its label, and its expansion is done by its node", "[e2e][nodes][dispatch]") {
+  Nodes n;
+  n.api->CreateYaml(ClassYaml("grow", "Delete") + "allowVolumeExpansion: true\n");
+  // As an older node-aware version left them: the PV and its bound claim, neither labelled.
+  const std::string dir = n.Root("node-b") + "/default-old-bound-pvc-old";
+  ::mkdir(n.Root("node-b").c_str(), 0755);
+  ::mkdir(dir.c_str(), 0777);
+  std::string pv = OldVolumeYaml("pvc-old", "node-b", dir);
+  pv.replace(pv.find("storage: 1Gi"), 12, "storage: 1Mi");
+  pv.replace(pv.find("storageClassName: hostpath"), 26, "storageClassName: grow");
+  pv.replace(pv.find("  hostPath:"), 0, "  claimRef:\n    namespace: default\n    name: old-bound\n");
+  n.api->CreateYaml(pv);
+  std::string claim = ClaimYaml("default", "old-bound", "grow", "1Mi");
+  claim.replace(claim.find("\n  namespace:"), 0,
+                "\n  annotations:\n    hostpath-provisioner.io/node: node-b\n"
+                "    volume.kubernetes.io/storage-provisioner: hostpath-provisioner.io/hostpath");
+  claim.replace(claim.find("spec:\n") + 6, 0, "  volumeName: pvc-old\n");
+  n.api->CreateYaml(claim);
+  REQUIRE(n.WaitBound("old-bound"));
+  REQUIRE(Label(n.ClaimJson("old-bound")).empty());
+  n.Start("node-a");
+  n.Start("node-b");
+  CHECK(Eventually([&] { return Label(n.ClaimJson("old-bound")) == "node-b"; }));
+  CHECK(Eventually([&] { return Label(n.api->Volume("pvc-old")) == "node-b"; }));
+  Reply more = n.api->Call("PATCH", kClaims + std::string("old-bound"),
+                           R"({"spec":{"resources":{"requests":{"storage":"2Mi"}}}})", "application/merge-patch+json");
+  REQUIRE(more.code == 200);
+  CHECK(Eventually([&] { return n.ClaimJson("old-bound").get("status").get("capacity").get("storage").to_str() == "2Mi"; }));
+  CHECK(n.api->Denials().empty());
+}
