@@ -6,6 +6,9 @@
 // instance takes part in the election: if the holder goes, another takes the lease once it has
 // been silent for a lease duration (at once if it was released), and claims wait meanwhile.
 // The holder keeps a slim copy of every claim (SlimForDispatch) only while it holds the lease.
+// An instance whose RBAC lacks what this needs (CheckAccess, asked at start: an older version's
+// RBAC kept by an image-only upgrade) stands for nothing: the controller then watches every
+// claim instead, as before the dispatcher (controller.hpp, Start).
 #pragma once
 #include <atomic>
 #include <condition_variable>
