@@ -89,17 +89,32 @@ class Probes : public ProbeSource {
   RequestObserver Observer() {
     return [this](const std::string& verb, const std::string& resource, int code) { requests_.Count(verb, resource, code); };
   }
-  // A standby replica (waiting for the lease) reports ready: it is healthy, just not leading.
-  void SetStandby(bool standby) { standby_ = standby; }
+  // A standby replica (waiting for the lease) reports ready: it is healthy, just not leading;
+  // unless `elector` is refused the lease (403: its Role is missing or names another Lease).
+  void SetStandby(bool standby, const LeaderElector* elector = nullptr) {
+    if (elector != nullptr) elector_ = elector;
+    standby_ = standby;
+  }
 
   Status Live() override {
     if (controller_->WorkerStuck(std::chrono::minutes(10))) return Status::Error("worker stuck on one key for over 10 minutes");
     if (Status s = roots_->Check(); !s.ok()) return Status::Error(s.message());
     return Status::Ok();
   }
+  // Not ready when this instance cannot do its part (claims would wait), with the reason;
+  // ready but "degraded" when it does it another way (node-aware, watching every claim).
   Status Ready() override {
-    if (standby_) return Status(Status::kOk, "ok (standby: another instance holds the lease)");
-    return controller_->Synced() ? Status::Ok() : Status::Error("initial lists not done");
+    if (standby_) {
+      const LeaderElector* elector = elector_;
+      if (Status s = elector ? elector->LastError() : Status::Ok(); s.code() == Status::kForbidden)
+        return Status::Error("may not take the lease: " + s.message());
+      return Status(Status::kOk, "ok (standby: another instance holds the lease)");
+    }
+    if (!controller_->Synced()) return Status::Error("initial lists not done");
+    if (std::string problem = controller_->dispatcher().Problem(); !problem.empty()) return Status::Error(problem);
+    if (std::string missing = controller_->DispatchFallback(); !missing.empty())
+      return Status(Status::kOk, "ok (degraded: watching every claim, as this instance " + missing + "; see its log)");
+    return Status::Ok();
   }
   std::string Metrics() override { return MetricsText(*controller_, requests_, *roots_); }
 
@@ -108,6 +123,7 @@ class Probes : public ProbeSource {
   const Roots* roots_;
   RequestCounter requests_;
   std::atomic<bool> standby_{false};
+  std::atomic<const LeaderElector*> elector_{nullptr};
 };
 
 // Raises the soft limit on open files to the hard one, as Go programs do at start: the default
@@ -179,7 +195,7 @@ int main(int argc, char** argv) {
   if (cfg.leader_elect) {
     if (Status s = elector.Init(); !s.ok()) return Fail(1, s.message());
     controller.SetMayAct([&elector] { return elector.Leading(); });
-    probes.SetStandby(true);
+    probes.SetStandby(true, &elector);
   }
   if (Status s = http.Start(); !s.ok()) return Fail(1, s.message());
   LogInfo(std::string("hostpath-provisioner ") + HP_VERSION + " starting: provisioner " + cfg.provisioner_name +

@@ -102,6 +102,7 @@ Status Controller::Start() {
     if (Status s = w->conn.Init(); !s.ok()) return s;
   if (Status s = recorder_.Start(); !s.ok()) return s;
   LabelOldVolumes(cfg_, workers_.front()->api);
+  if (!cfg_.node_name.empty() && dispatch_lease_) FallBackUnlessDispatching(workers_.front()->api);
   for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
     if (!s.ok()) return s;
   // One instance looks for deleted nodes: the dispatcher (node_cleanup.hpp).
@@ -113,6 +114,22 @@ Status Controller::Start() {
   for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
   if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
   return Status::Ok();
+}
+
+void Controller::FallBackUnlessDispatching(KubeApi& api) {
+  const std::string missing = Dispatcher::CheckAccess(api, *dispatch_lease_);
+  if (missing.empty()) return;
+  {
+    std::lock_guard<std::mutex> lock(fallback_mu_);
+    dispatch_fallback_ = missing;
+  }
+  LogWarn("node-aware mode without its RBAC: this instance " + missing +
+          ". It watches every claim instead (and acts on its own node's, as versions before the claim dispatcher "
+          "did): claims are made, but every instance caches every claim. To fix: kubectl apply -f "
+          "manifests/daemonset/rbac.yaml -f manifests/daemonset/daemonset.yaml, then kubectl -n " +
+          dispatch_lease_->ns + " rollout restart daemonset hostpath-provisioner");
+  claims_.SetSelections({""});
+  dispatch_lease_.reset();  // no election; and the deleted-node janitor runs here, as before the dispatcher
 }
 
 bool Controller::Halt(std::chrono::milliseconds limit) {

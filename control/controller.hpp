@@ -61,8 +61,20 @@ class Controller {
   void SetDispatchLease(Dispatcher::LeaseSpec lease) { dispatch_lease_ = std::move(lease); }
 
   // Starts the watches and the workers (node-aware: after labelling this node's PVs made before
-  // the node label, volume_labels.hpp). Errors: TLS material that cannot be used.
+  // the node label, volume_labels.hpp). Node-aware with a dispatch Lease, it first asks whether
+  // it may do its part of the dispatch (Dispatcher::CheckAccess); if not (an older version's
+  // RBAC, kept by an image-only upgrade), it falls back to watching every claim and acting on
+  // its own node's, as before the dispatcher (correct, at the cost of every claim in every
+  // instance's cache), stands for no Lease, and says so once in a Warning. Errors: TLS
+  // material that cannot be used.
   Status Start();
+
+  // Node-aware: why this instance watches every claim instead of its node's ("" if it does
+  // not): what CheckAccess found missing at start. From any thread.
+  std::string DispatchFallback() const {
+    std::lock_guard<std::mutex> lock(fallback_mu_);
+    return dispatch_fallback_;
+  }
 
   // Stops acting, at once: may_act turns false, so no key and no step starts any more; the
   // removal and the API requests in progress are cut short, and later requests of the workers
@@ -106,6 +118,9 @@ class Controller {
     std::atomic<int64_t> busy_since_ms{0};  // 0 when idle; steady ms overflow a 32-bit long after 24 days
   };
 
+  // Start's check (dispatch_lease_ set): falls back to watching every claim if this instance
+  // may not do its part of the dispatch.
+  void FallBackUnlessDispatching(KubeApi& api);
   void OnClaim(const std::string& key, const Claim* now);
   void OnVolume(const std::string& name, const Volume* now);
   void OnClass(const std::string& name);
@@ -139,6 +154,8 @@ class Controller {
   Informer<Volume> volumes_;
   Informer<StorageClass> classes_;
   std::optional<Dispatcher::LeaseSpec> dispatch_lease_;
+  mutable std::mutex fallback_mu_;
+  std::string dispatch_fallback_;  // under fallback_mu_; set in Start
   Dispatcher dispatcher_;     // node-aware mode only
   NodeCleanup node_cleanup_;  // only with DELETED_NODE_CLEANUP_DELAY
   std::thread resync_;

@@ -72,6 +72,6 @@ std::optional<std::string> DispatchLabel(const Config& cfg, const Claim& claim, 
   if (all_nodes || ClassIsShared(cfg, sc) || ClassHasPathPattern(cfg, sc)) return std::string(node_label::kAny);
   const std::string node = ClaimNode(claim);
   if (!node.empty()) return NodeLabelValue(node);
-  if (sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer") return std::nullopt;
+  if (sc != nullptr && sc->volume_binding_mode == "WaitForFirstConsumer") return std::string();  // no label yet
   return std::string(node_label::kAny);  // names no node: every instance may tell the user why
 }

@@ -49,5 +49,8 @@ std::string ClaimSelection(const Config& cfg);
 // (annotated for us, or of one of our classes) not being deleted, `any` when any node may act
 // on it (a shared, every-node or pathPattern class, or no node named and none to wait for),
 // else its node's value once the claim names a node. A WaitForFirstConsumer claim naming no
-// node gets nothing yet. `sc`: the claim's class, if known.
+// node yet gets "": it must carry no label (one a tenant set, `any` or a node's, would make
+// instances cache it and wake on it for nothing). `sc`: the claim's class, if known. Claims not
+// ours are left as they are: another install (another PROVISIONER_NAME) labels its own claims
+// with the same key.
 std::optional<std::string> DispatchLabel(const Config& cfg, const Claim& claim, const StorageClass* sc);

@@ -47,6 +47,14 @@ Status KubeApi::SetClaimLabel(const Claim& c, const std::string& key, const std:
   return Check(r, "label PersistentVolumeClaim " + c.meta.namespace_ + "/" + c.meta.name);
 }
 
+Status KubeApi::MayPatchClaims(const std::string& ns, const std::string& name) {
+  auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name + "?dryRun=All", "{}",
+                          "application/merge-patch+json");
+  if (!r.ok()) return r.status();
+  if (r->status != 403) return Status::Ok();
+  return Check(r, "patch PersistentVolumeClaims in " + ns);
+}
+
 Status KubeApi::DeleteVolume(const std::string& name, const std::string& uid) {
   auto r = conn_->Request("DELETE", std::string(api::kVolumes) + "/" + name, DeleteIfUidJson(uid));
   if (r.ok() && r->status == 404) return Status::Ok();

@@ -102,8 +102,16 @@ class KubeApi {
   Status SetVolumeAnnotation(const Volume& v, const std::string& key, const std::string& value);
 
   // Sets a label of the PV (or the claim), if its uid is still the one in `v` (else kConflict).
+  // An empty `value` removes the label.
   Status SetVolumeLabel(const Volume& v, const std::string& key, const std::string& value);
   Status SetClaimLabel(const Claim& c, const std::string& key, const std::string& value);
+
+  // May this user patch claims in `ns`? Asked without changing anything: a dry-run empty patch
+  // of the claim `name`, which need not exist (authorization comes before the object is looked
+  // up: 403 when not allowed, else 404, or 200 for a claim of that name, unchanged). kForbidden
+  // with the server's message when not allowed; Ok for any other answer; the transport's error
+  // when none came.
+  Status MayPatchClaims(const std::string& ns, const std::string& name);
 
   // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).
   Status DeleteVolume(const std::string& name, const std::string& uid);

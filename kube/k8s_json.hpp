@@ -53,7 +53,8 @@ std::string FinalizersPatchJson(const std::string& resource_version, const std::
 // and made again under its name is not touched: 409).
 std::string RemoveAnnotationJson(const std::string& uid, const std::string& key);
 
-// A merge patch that sets label `key` to `value`, if the object's uid is still `uid`.
+// A merge patch that sets label `key` to `value` (removes it when `value` is ""), if the
+// object's uid is still `uid`.
 std::string SetLabelJson(const std::string& uid, const std::string& key, const std::string& value);
 
 // The merge patch that sets one annotation, guarded by the object's resourceVersion.

@@ -121,8 +121,8 @@ std::string RemoveAnnotationJson(const std::string& uid, const std::string& key)
 
 std::string SetLabelJson(const std::string& uid, const std::string& key, const std::string& value) {
   using namespace k8s_json_detail;
-  return Value(Object{{"metadata", Value(Object{{"labels", Value(Object{{key, Str(value)}})}, {"uid", Str(uid)}})}})
-      .serialize();
+  const Value label = value.empty() ? Value() : Str(value);  // null: removed
+  return Value(Object{{"metadata", Value(Object{{"labels", Value(Object{{key, label}})}, {"uid", Str(uid)}})}}).serialize();
 }
 
 std::string SetAnnotationJson(const std::string& resource_version, const std::string& key, const std::string& value) {

@@ -17,18 +17,31 @@ void LeaderElector::CancelAcquire() {
   cv_.notify_all();
 }
 
+Status LeaderElector::LastError() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
 bool LeaderElector::Acquire(const std::function<bool()>& stopping) {
-  bool logged = false;
+  bool logged_held = false;
+  std::string logged_error;
   while (!stopping()) {
     Status s = TryAcquireOrRenew();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_error_ = s.ok() || s.code() == Status::kConflict ? Status::Ok() : s;
+    }
     if (s.ok()) {
       LogInfo("became leader: lease " + ns_ + "/" + name_ + " held by " + identity_);
       return true;
     }
-    if (!logged || s.code() != Status::kConflict) {
-      const std::string line = "waiting for lease " + ns_ + "/" + name_ + ": " + s.message();
-      if (s.code() == Status::kConflict) LogInfo(line); else LogWarn(line);
-      logged = true;
+    const std::string line = "waiting for lease " + ns_ + "/" + name_ + ": " + s.message();
+    if (s.code() == Status::kConflict && !logged_held) {
+      LogInfo(line);
+      logged_held = true;
+    } else if (s.code() != Status::kConflict && s.message() != logged_error) {
+      LogWarn(line + (s.code() == Status::kForbidden ? " (its Role is missing or names another Lease: apply the install's rbac.yaml; not repeated while it lasts)" : ""));
+      logged_error = s.message();
     }
     long tenths = t_.retry_period.count() * 10;
     if (s.code() == Status::kConflict && t_.candidate_period.count() > 0) {  // held: look again later, spread out

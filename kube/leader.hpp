@@ -50,8 +50,15 @@ class LeaderElector {
   bool Leading() const;
 
   // Blocks until this process holds the lease (true), or `stopping` turns true (asked between
-  // tries, and once a second while waiting), or CancelAcquire is called (false).
+  // tries, and once a second while waiting), or CancelAcquire is called (false). Logs the
+  // first "held by" answer, and each error when it differs from the last one logged (a
+  // refusal that lasts, such as 403 Forbidden, is one line, not one every retry period).
   bool Acquire(const std::function<bool()>& stopping);
+
+  // Why the last try to take the lease failed, other than another instance holding it (e.g.
+  // kForbidden: no RBAC for it); Ok when it did not fail, or only because the lease is held.
+  // From any thread.
+  Status LastError() const;
 
   // Makes Acquire return false at once (from any thread), now and later.
   void CancelAcquire();
@@ -93,8 +100,9 @@ class LeaderElector {
   std::string observed_record_;
   std::chrono::steady_clock::time_point observed_at_{};
   std::thread renewer_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
+  Status last_error_;  // under mu_
   bool stop_ = false;
   bool renewer_done_ = false;  // the renewer's thread has ended (or is about to)
   bool cancel_ = false;        // CancelAcquire was called

@@ -158,8 +158,12 @@ std::string MetricsText(Controller& controller, RequestCounter& requests, const 
   o << "# HELP " << p << "dispatcher 1 while this instance holds the dispatch Lease and labels claims with their nodes "
     << "(node-aware mode).\n# TYPE " << p << "dispatcher gauge\n" << p << "dispatcher "
     << (controller.dispatcher().Leading() ? 1 : 0) << "\n";
-  o << "# HELP " << p << "claims_dispatched_total Claims this instance labelled with their node.\n# TYPE " << p
-    << "claims_dispatched_total counter\n" << p << "claims_dispatched_total " << controller.dispatcher().Labelled() << "\n";
+  o << "# HELP " << p << "claims_dispatched_total Claims this instance labelled with their node (or whose label it "
+    << "took off).\n# TYPE " << p << "claims_dispatched_total counter\n" << p << "claims_dispatched_total "
+    << controller.dispatcher().Labelled() << "\n";
+  o << "# HELP " << p << "dispatch_fallback 1 when this instance watches every claim because its RBAC lacks what the "
+    << "dispatch needs (the log says what; node-aware mode).\n# TYPE " << p << "dispatch_fallback gauge\n" << p
+    << "dispatch_fallback " << (controller.DispatchFallback().empty() ? 0 : 1) << "\n";
   o << "# HELP " << p << "watch_objects_total Claims, PVs and classes received by the watches (events and listed "
     << "objects).\n# TYPE " << p << "watch_objects_total counter\n" << p << "watch_objects_total "
     << controller.WatchReceived() << "\n";

@@ -59,14 +59,17 @@ struct Dispatcher::Term {
       if (s.ok()) {
         queue.Forget(key);
       } else {
-        LogWarn("dispatching claim " + key + ": " + s.message() + "; will retry");
+        // Refused (RBAC changed since the start's check): said once, in the log and /readyz.
+        if (s.code() != Status::kForbidden) LogWarn("dispatching claim " + key + ": " + s.message() + "; will retry");
+        else d->SetProblem("may not label claims: " + s.message());
         queue.AddRateLimited(key, std::chrono::seconds(l.conn.last_retry_after()));
       }
       queue.Done(key);
     }
   }
 
-  // Gives the claim of `key` the label DispatchLabel says, if it has another.
+  // Gives the claim of `key` the label DispatchLabel says, if it has another (takes it off if
+  // it should carry none).
   Status Label(KubeApi& api, const std::string& key) {
     std::optional<Claim> c = claims.Get(key);
     if (!c || !elector->Leading()) return Status::Ok();
@@ -74,34 +77,55 @@ struct Dispatcher::Term {
     if (!c->storage_class_name.empty()) sc = d->classes_->Get(c->storage_class_name);
     std::optional<std::string> want = DispatchLabel(d->cfg_, *c, sc ? &*sc : nullptr);
     auto have = c->meta.labels.find(node_label::kKey);
-    const std::string sent_value = c->meta.uid + " " + (want ? *want : "");
+    const std::string has = have == c->meta.labels.end() ? "" : have->second;
     {
       std::lock_guard<std::mutex> lock(sent_mu);
-      if (!want || (have != c->meta.labels.end() && have->second == *want)) {
+      if (!want || has == *want) {
         sent.erase(key);  // nothing to do, or the cache caught up
         return Status::Ok();
       }
       auto it = sent.find(key);
-      if (it != sent.end() && it->second == sent_value) return Status::Ok();  // labelled; its event is on the way
+      if (it != sent.end() && it->second.uid == c->meta.uid && it->second.value == *want) {
+        Sent& was = it->second;
+        // Labelled over this very version: the label's event is on the way.
+        if (c->meta.resource_version == was.over) return Status::Ok();
+        // A newer version without our label: a change made before ours (its event comes
+        // next), or one made after it (a tenant's; or the watch listed again and never sends
+        // ours). Looked at again after a grace; labelled again if nothing newer came by then.
+        if (c->meta.resource_version != was.waiting) {
+          was.waiting = c->meta.resource_version;
+          queue.AddAfter(key, kOwnEventGrace);
+          return Status::Ok();
+        }
+      }
     }
-    Status s = api.SetClaimLabel(*c, node_label::kKey, *want);
+    Status s = api.SetClaimLabel(*c, node_label::kKey, *want);  // "" takes it off
     if (s.code() == Status::kNotFound || s.code() == Status::kConflict) return Status::Ok();  // gone, or made again: its event comes
     if (s.ok()) {
       std::lock_guard<std::mutex> lock(sent_mu);
-      sent[key] = sent_value;
+      sent[key] = Sent{c->meta.uid, *want, c->meta.resource_version, ""};
       ++d->labelled_;
-      LogDebug(1, "claim " + key + ": labelled " + node_label::kKey + "=" + *want);
+      d->SetProblem("");
+      LogDebug(1, "claim " + key + ": " + (want->empty() ? "took off " + std::string(node_label::kKey) + "=" + has
+                                                          : "labelled " + std::string(node_label::kKey) + "=" + *want));
     }
     return s;
   }
+
+  // A label set whose watch event has not come yet: a claim's other events meanwhile are not
+  // labelled twice, yet the cache is what counts once it holds a newer version (Label).
+  struct Sent {
+    std::string uid, value;
+    std::string over;     // the claim's resourceVersion the label was set over
+    std::string waiting;  // a newer one, without the label, given kOwnEventGrace
+  };
+  static constexpr std::chrono::milliseconds kOwnEventGrace{1000};
 
   Dispatcher* d;
   LeaderElector* elector;
   WorkQueue queue;
   std::mutex sent_mu;
-  // Labels set whose watch event has not come yet (key -> "<uid> <value>"): a claim's other
-  // events meanwhile are not labelled twice.
-  std::unordered_map<std::string, std::string> sent;
+  std::unordered_map<std::string, Sent> sent;
   Informer<Claim> claims;
   std::vector<std::unique_ptr<Labeller>> labellers;
 };
@@ -126,6 +150,40 @@ void Dispatcher::Stop() {
   cv_.notify_all();
   if (electing) electing->CancelAcquire();  // (outside mu_: the elector calls back with its own lock held)
   if (elector_.joinable()) elector_.join();
+}
+
+std::string Dispatcher::CheckAccess(KubeApi& api, const LeaseSpec& lease) {
+  std::vector<std::string> missing;
+  Result<Lease> got = api.GetLease(lease.ns, lease.name);
+  if (got.status().code() == Status::kForbidden)
+    missing.push_back("may not get the Lease " + lease.ns + "/" + lease.name + " (" + got.status().message() + ")");
+  // A name no claim has (an object name has no "_"): the dry run patches nothing, and RBAC
+  // answers before the name is looked up.
+  Status patch = api.MayPatchClaims(lease.ns, "hostpath-provisioner_access-check");
+  if (patch.code() == Status::kForbidden) missing.push_back("may not patch PersistentVolumeClaims (" + patch.message() + ")");
+  std::string out;
+  for (const std::string& m : missing) out += (out.empty() ? "" : ", and ") + m;
+  return out;
+}
+
+std::string Dispatcher::Problem() {
+  std::shared_ptr<LeaderElector> electing;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!problem_.empty()) return problem_;
+    electing = elector_now_;
+  }
+  if (electing == nullptr || electing->Leading()) return "";
+  Status s = electing->LastError();
+  return s.code() == Status::kForbidden ? "may not take the dispatch Lease: " + s.message() : "";
+}
+
+void Dispatcher::SetProblem(const std::string& problem) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!problem.empty() && problem_.empty())  // once, not once per claim
+    LogWarn("claims wait: this instance holds the dispatch Lease but " + problem +
+            " (RBAC changed since it started? apply manifests/daemonset/rbac.yaml; not repeated while it lasts)");
+  problem_ = problem;
 }
 
 bool Dispatcher::Stopping() {
@@ -189,6 +247,7 @@ void Dispatcher::Elect() {
       cv_.wait(lock, [this] { return stop_ || lost_; });
       received_before_ += term->claims.Received();
       term_.reset();
+      problem_.clear();  // the next holder's to find
     }
     leading_ = false;
     term->Stop();

@@ -6,6 +6,9 @@
 // instance takes part in the election: if the holder goes, another takes the lease once it has
 // been silent for a lease duration (at once if it was released), and claims wait meanwhile.
 // The holder keeps a slim copy of every claim (SlimForDispatch) only while it holds the lease.
+// An instance whose RBAC lacks what this needs (CheckAccess, asked at start: an older version's
+// RBAC kept by an image-only upgrade) stands for nothing: the controller then watches every
+// claim instead, as before the dispatcher (controller.hpp, Start).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -41,6 +44,18 @@ class Dispatcher {
   // Does this instance hold the dispatch lease now?
   bool Leading() const { return leading_; }
 
+  // Asked at start, before the claim watch: may this instance do its part of the dispatch
+  // (read the Lease, patch claims' labels)? "" when it may (or when the API did not answer:
+  // the election then says why); else what it may not, with the server's words, e.g. "may not
+  // get the Lease kube-system/x (get lease kube-system/x: ... 403 ... forbidden ...)". Patching
+  // is asked with a dry run of a claim that does not exist: nothing changes.
+  static std::string CheckAccess(KubeApi& api, const LeaseSpec& lease);
+
+  // Why this instance cannot do its part of the dispatch now, "" if nothing keeps it from it:
+  // a 403 on taking the Lease or on labelling a claim (RBAC changed since the start's check).
+  // Claims may wait meanwhile: the readiness probe fails with it. Logged once as a Warning.
+  std::string Problem();
+
   // A class appeared or changed: the claims of that class are looked at again.
   void ClassChanged(const std::string& name);
 
@@ -54,6 +69,7 @@ class Dispatcher {
 
   void Elect();
   bool Stopping();
+  void SetProblem(const std::string& problem);  // "" clears it
 
   const Config& cfg_;
   std::shared_ptr<ApiEndpoint> ep_;
@@ -68,4 +84,5 @@ class Dispatcher {
   std::atomic<bool> leading_{false};
   std::atomic<long> labelled_{0};
   long received_before_ = 0;  // under mu_: by the terms that ended
+  std::string problem_;       // under mu_: a labelling refused with 403
 };

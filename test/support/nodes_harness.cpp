@@ -11,8 +11,8 @@
 
 namespace harness {
 
-Nodes::Nodes(std::vector<std::string> fake_args) {
-  ::setenv("RBAC_YAML", "manifests/daemonset/rbac.yaml", 1);
+Nodes::Nodes(std::vector<std::string> fake_args, const std::string& rbac_yaml) {
+  ::setenv("RBAC_YAML", rbac_yaml.c_str(), 1);
   api = std::make_unique<FakeApi>(tmp.path() + "/api", fake_args);
   ::unsetenv("RBAC_YAML");
   api->CreateYaml(ClassYaml("hostpath", "Delete"));

@@ -14,13 +14,14 @@ namespace harness {
 
 constexpr const char* kClaims = "/api/v1/namespaces/default/persistentvolumeclaims/";
 
-// One fake API server with the DaemonSet's RBAC, and a root directory per node.
+// One fake API server with the DaemonSet's RBAC (or the one in `rbac_yaml`: an older version's,
+// a cluster admin's own), and a root directory per node.
 struct Nodes {
   TempDir tmp;
   std::unique_ptr<FakeApi> api;
   std::map<std::string, std::unique_ptr<Provisioner>> instances;
 
-  explicit Nodes(std::vector<std::string> fake_args = {});
+  explicit Nodes(std::vector<std::string> fake_args = {}, const std::string& rbac_yaml = "manifests/daemonset/rbac.yaml");
   std::string Root(const std::string& node) { return tmp.path() + "/" + node; }
   void Start(const std::string& node, std::map<std::string, std::string> env = {});
   // Every instance's PV_DIR is SharedRoot(), as on real nodes, each in a mount namespace of its

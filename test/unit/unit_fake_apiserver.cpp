@@ -611,10 +611,12 @@ TEST_CASE("the real manifests/rbac.yaml: the provisioner's requests pass, others
   CHECK(Call(s.api, sa, "GET", "/api/v1/persistentvolumeclaims").code == 200);
   CHECK(Call(s.api, sa, "POST", kPvs, Pv("a")).code == 201);
   CHECK(Call(s.api, sa, "POST", "/api/v1/namespaces/default/events", ev).code == 201);
-  CHECK(Call(s.api, sa, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l").code == 404);
-  CHECK(Call(s.api, sa, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/l").code == 403);
+  // Its own Lease (not made yet), and no other: not the scheduler's beside it, none elsewhere.
+  CHECK(Call(s.api, sa, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/hostpath-provisioner.io-hostpath").code == 404);
+  CHECK(Call(s.api, sa, "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-scheduler").code == 403);
+  CHECK(Call(s.api, sa, "GET", "/apis/coordination.k8s.io/v1/namespaces/default/leases/hostpath-provisioner.io-hostpath").code == 403);
   CHECK(Call(s.api, sa, "DELETE", kPvcs + "/c").code == 403);  // it never writes claims
-  CHECK(Admin(s.api, "GET", "/fake/denials").body.get<fake::JsonArray>().size() == 2);
+  CHECK(Admin(s.api, "GET", "/fake/denials").body.get<fake::JsonArray>().size() == 3);
 }
 
 TEST_CASE("watches that allow bookmarks get BOOKMARK events with the current resourceVersion") {

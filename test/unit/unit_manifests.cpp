@@ -219,6 +219,25 @@ void CheckProvisionerPod(const picojson::value& workload, const std::string& rba
 
 // (API group, resource, verb) of every rule of the ClusterRole in `rbac_file`. A rule naming
 // resourceNames, nonResourceURLs or "*" fails the test: none is needed.
+// What the Role of `rbac_file` in `ns` grants on leases: verb -> the Lease names it is
+// limited to ("*" for a rule without resourceNames: every lease of the namespace).
+std::map<std::string, std::set<std::string>> LeaseGrants(const std::string& rbac_file, const std::string& ns) {
+  std::map<std::string, std::set<std::string>> out;
+  for (const picojson::value& d : Docs(rbac_file)) {
+    if (Str(d.get("kind")) != "Role" || Str(d.get("metadata").get("namespace")) != ns) continue;
+    for (const picojson::value& rule : d.get("rules").get<picojson::array>()) {
+      if (rule.get("resources").serialize().find("\"leases\"") == std::string::npos) continue;
+      std::set<std::string> names;
+      if (rule.contains("resourceNames"))
+        for (const auto& n : rule.get("resourceNames").get<picojson::array>()) names.insert(Str(n));
+      else
+        names.insert("*");
+      for (const auto& v : rule.get("verbs").get<picojson::array>()) out[Str(v)].insert(names.begin(), names.end());
+    }
+  }
+  return out;
+}
+
 std::set<std::tuple<std::string, std::string, std::string>> ClusterRoleGrants(const std::string& rbac_file) {
   std::set<std::tuple<std::string, std::string, std::string>> out;
   auto docs = Docs(rbac_file);
@@ -512,19 +531,12 @@ TEST_CASE("the install makes, before the Deployment, the empty Lease its pod ele
   CHECK(env.count("LEADER_ELECT_NAMESPACE") == 0);  // the service account's namespace: the Deployment's
   CHECK(Str(lease.get("metadata").get("namespace")) == Str(dep.get("metadata").get("namespace")));
   CHECK(Str(lease.get("metadata").get("name")) == LeaseNameFor(env["PROVISIONER_NAME"]));
-  // The Role lets the pod read it and take it over, in that namespace.
-  bool may_get = false, may_update = false;
-  for (const picojson::value& d : Docs("manifests/rbac.yaml")) {
-    if (Str(d.get("kind")) != "Role" || Str(d.get("metadata").get("namespace")) != Str(dep.get("metadata").get("namespace")))
-      continue;
-    for (const picojson::value& rule : d.get("rules").get<picojson::array>()) {
-      if (rule.get("resources").serialize().find("\"leases\"") == std::string::npos) continue;
-      may_get = may_get || rule.get("verbs").serialize().find("\"get\"") != std::string::npos;
-      may_update = may_update || rule.get("verbs").serialize().find("\"update\"") != std::string::npos;
-    }
-  }
-  CHECK(may_get);
-  CHECK(may_update);
+  // The Role lets the pod read it and take it over, in that namespace, and no other Lease (the
+  // scheduler's and the controller-manager's are in kube-system too); create, which RBAC
+  // cannot limit by name, makes it again if it is deleted.
+  const std::set<std::string> only = {Str(lease.get("metadata").get("name"))};
+  CHECK(LeaseGrants("manifests/rbac.yaml", Str(dep.get("metadata").get("namespace"))) ==
+        std::map<std::string, std::set<std::string>>{{"get", only}, {"update", only}, {"create", {"*"}}});
 }
 
 TEST_CASE("the DaemonSet runs one node-aware instance per node: NODE_NAME from spec.nodeName, no leader election",
@@ -613,8 +625,14 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
   const picojson::value* role = Find(docs, "Role");
   REQUIRE(role);
   CHECK(Str(role->get("metadata").get("namespace")) == "kube-system");
+  // get and update of that Lease alone (not every lease of kube-system); create, which RBAC
+  // cannot limit by name, in a rule of its own.
   CHECK(role->get("rules").serialize() ==
-        R"([{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["get","create","update"]}])");
+        R"([{"apiGroups":["coordination.k8s.io"],"resourceNames":["hostpath-provisioner.io-hostpath-dispatch"],"resources":["leases"],"verbs":["get","update"]},)"
+        R"({"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["create"]}])");
+  const std::set<std::string> only = {LeaseNameFor(kDefaultProvisionerName) + "-dispatch"};
+  CHECK(LeaseGrants("manifests/daemonset/rbac.yaml", "kube-system") ==
+        std::map<std::string, std::set<std::string>>{{"get", only}, {"update", only}, {"create", {"*"}}});
   const picojson::value* binding = Find(docs, "ClusterRoleBinding");
   const picojson::value* sa = Find(docs, "ServiceAccount");
   REQUIRE(binding);

@@ -106,8 +106,11 @@ TEST_CASE("the dispatcher labels a claim with its node once known, any for class
   Claim c = OurClaim();
   // Immediate, naming no node: every instance may say why it cannot be made.
   CHECK(DispatchLabel(cfg, c, &immediate) == std::optional<std::string>("any"));
-  // WaitForFirstConsumer: nothing until the scheduler picks.
-  CHECK_FALSE(DispatchLabel(cfg, c, &wffc).has_value());
+  // WaitForFirstConsumer: no label until the scheduler picks (one a tenant set is taken off).
+  CHECK(DispatchLabel(cfg, c, &wffc) == std::optional<std::string>(""));
+  Claim tenants = c;
+  tenants.meta.labels[node_label::kKey] = "any";
+  CHECK(DispatchLabel(cfg, tenants, &wffc) == std::optional<std::string>(""));
   c.meta.annotations[ann::kSelectedNode] = "node-b";
   CHECK(DispatchLabel(cfg, c, &wffc) == std::optional<std::string>("node-b"));
   Claim pinned = OurClaim();
