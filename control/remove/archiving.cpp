@@ -38,7 +38,7 @@ Result<std::string> ArchiveVolumeDir(const Root& root, const Root& parent, const
     QuotaLimits limits(parent);
     Result<QuotaId> q = AgreedQuota(limits, leaf, recorded);
     if (q.ok()) {
-      if (Status s = limits.Unlimit(*q, leaf); !s.ok()) return s.Wrap("cannot clear the limit before archiving");
+      if (Status s = limits.Unlimit(*q, leaf, limits.NestedIds(*q)); !s.ok()) return s.Wrap("cannot clear the limit before archiving");
     } else if (q.status().code() != Status::kConflict) {
       return q.status();
     }  // they disagree: no limit is touched, the ID stays limited and is never handed out again

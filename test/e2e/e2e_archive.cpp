@@ -1,11 +1,14 @@
 // End to end: onDelete "archive" and "retain" (and archiveFor's expiry) with the real binary
 // against the fake API server: what is on disk under <root>/.archive, the PV gone, the events
 // on the PV, /metrics; a crash between the move and the PV's delete; a planted .archive
-// symlink; nodes: all; a btrfs volume with an enforced size.
+// symlink; nodes: all; a btrfs volume with an enforced size; a full one with a tenant's
+// subvolume inside, deleted or archived.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -322,4 +325,105 @@ TEST_CASE("a btrfs volume with an enforced size is archived without its limit, w
   CHECK(Eventually([&] { return p.Log().find("removed archive " + fs.dir + "/.archive/default-db-" + pv + "--") != std::string::npos; }));
   CHECK(ListDir(fs.dir) == std::vector<std::string>{".archive"});
   CHECK(api.Denials().empty());
+}
+
+namespace {
+
+bool HasClaimEvent(FakeApi& api, const std::string& claim, const std::string& reason, const std::string& part) {
+  for (const auto& e : api.EventsAbout("default", claim))
+    if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) return true;
+  return false;
+}
+
+// Fills the last bytes below a limit as a tenant (user 1000) can: 4 KiB files in `dir`, then
+// empty ones, until the filesystem refuses (EDQUOT); that error, or another one.
+int TopUp(const std::string& dir) {
+  int result[2];
+  if (pipe(result) != 0) return errno;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int err = 0;
+    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
+    static char page[4096];
+    for (int i = 0; err == 0 && i < 100000; ++i) {
+      const std::string f = dir + "/top-" + std::to_string(i);
+      int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        err = errno;
+        break;
+      }
+      // Pages while they fit; then files with nothing in them, charged only their metadata.
+      static bool pages = true;
+      if (pages && (write(fd, page, sizeof page) != sizeof page || fsync(fd) != 0)) pages = false;
+      close(fd);
+    }
+    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
+  }
+  close(result[1]);
+  int err = EIO;
+  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
+  close(result[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return err;
+}
+
+}  // namespace
+
+TEST_CASE("a full btrfs volume with a tenant's subvolume under its limit is removed, deleted or archived and expired",
+          "[e2e][archive][quota][nested]") {
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  if (!fs.mounted) {
+    WARN("SKIPPED: " << fs.why);
+    return;
+  }
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath", "  quota: \"true\"\n"));
+  api.CreateYaml(ClassYaml("limited-archive", "Delete", "hostpath-provisioner.io/hostpath",
+                           "  quota: \"true\"\n  onDelete: archive\n  archiveFor: 2s\n"));
+  Provisioner p(api, fs.dir, {{"USAGE_SCAN_INTERVAL", "1"}, {"RESYNC_PERIOD", "1"}});
+  std::map<std::string, std::string> dirs, pvs;
+  for (const char* claim : {"gone", "kept"}) {
+    api.CreateYaml(ClaimYaml("default", claim, std::string(claim) == "gone" ? "limited" : "limited-archive", "8Mi"));
+    REQUIRE(Eventually([&] { return Phase(api.Claim("default", claim)) == "Bound"; }));
+    const std::string pv = api.Claim("default", claim).get("spec").get("volumeName").to_str();
+    const std::string dir = fs.dir + "/default-" + claim + "-" + pv;
+    dirs[claim] = dir;
+    // The tenant (user 1000) makes a subvolume with a note in it; the usage scan puts it under
+    // the volume's limit (1/ID); then the tenant fills the volume to that limit. The removal
+    // empties the subvolume (first in the directory's order) while the volume is still full:
+    // btrfs refuses to delete a subvolume whose parent's qgroup is at its limit, unless what
+    // it freed in the subvolume makes room (a note does not).
+    REQUIRE(MakeSubvolumeAsUser(dir, "escape") == 0);
+    WriteFile(dir + "/escape/note", "mine\n");
+    REQUIRE(Eventually([&] { return HasClaimEvent(api, claim, "NestedSubvolume", "escape"); }, seconds(60)));
+    CHECK(Fill(dir + "/data", 64 * kMiB).second == EDQUOT);
+    REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
+    CHECK(TopUp(dir) == EDQUOT);
+    REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
+    pvs[claim] = pv;
+  }
+  INFO(p.Log());
+
+  const auto deleted = std::chrono::steady_clock::now();
+  REQUIRE(api.Delete(kClaims + std::string("gone")).code == 200);
+  REQUIRE(Eventually([&] { return !Exists(dirs["gone"]); }, seconds(60)));
+  // (measured for the record, not asserted: a removal's time depends on the machine)
+  WARN("the full volume's directory was gone " << std::chrono::duration<double>(std::chrono::steady_clock::now() - deleted).count()
+                                               << " s after its claim's deletion");
+  CHECK(Eventually([&] { return !api.Volume(pvs["gone"]).is<picojson::object>(); }));
+  INFO(Events(api, pvs["gone"]));
+  CHECK_FALSE(HasEvent(api, pvs["gone"], "VolumeFailedDelete", ""));
+
+  REQUIRE(api.Delete(kClaims + std::string("kept")).code == 200);
+  REQUIRE(Eventually([&] { return !Exists(dirs["kept"]); }, seconds(60)));
+  // Archived, then removed once its 2 s have passed.
+  CHECK(Eventually([&] { return p.Log().find("removed archive " + fs.dir + "/.archive/default-kept-") != std::string::npos; },
+                   seconds(60)));
+  CHECK(ListDir(fs.dir) == std::vector<std::string>{".archive"});
+  CHECK(ListDir(fs.dir + "/.archive").empty());
+  INFO(Events(api, pvs["kept"]));
+  CHECK_FALSE(HasEvent(api, pvs["kept"], "VolumeFailedDelete", ""));
 }
