@@ -36,7 +36,13 @@ ArchiveFigures ArchivePass::PassOver(const Root& root, int64_t now) {
   f.root = root.path();
   Result<Root> archive = OpenArchiveFolder(root, false);
   if (!archive.ok()) {
-    if (archive.status().code() != Status::kNotFound) LogWarn("archives: " + archive.status().message());
+    // Refused (not root's, a symlink, ...): nothing in it is expired, counted or measured.
+    // Said once per reason, not at every pass.
+    if (archive.status().code() != Status::kNotFound) {
+      const std::string why = "archives: " + archive.status().message() + "; no archive in it is removed until then";
+      std::lock_guard<std::mutex> lock(mu_);
+      if (reported_.insert(why).second) LogWarn(why);
+    }
     return f;
   }
   Result<std::vector<std::string>> names = archive->ListDirs();

@@ -59,6 +59,8 @@ std::string ArchivedBefore(const Root& root, const std::string& dir_name) {
   Result<Root> archive = OpenArchiveFolder(root, false);
   std::vector<std::string> found = archive.ok() ? ArchivesStartingWith(*archive, prefix) : std::vector<std::string>{};
   std::string text = root.path() + "/" + dir_name + " was already gone: ";
+  if (!archive.ok() && archive.status().code() != Status::kNotFound)
+    return text + "cannot look for its archive: " + archive.status().message();
   if (found.empty()) return text + "nothing is in " + folder + "/" + prefix + "* (removed by hand?)";
   text += "archived by an earlier attempt, as " + folder + "/" + found.back();
   if (found.size() > 1) text += " (" + std::to_string(found.size()) + " archives match " + folder + "/" + prefix + "*)";

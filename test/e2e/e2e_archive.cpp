@@ -1,8 +1,8 @@
 // End to end: onDelete "archive" and "retain" (and archiveFor's expiry) with the real binary
 // against the fake API server: what is on disk under <root>/.archive, the PV gone, the events
 // on the PV, /metrics; a crash between the move and the PV's delete; a planted .archive
-// symlink; nodes: all; a btrfs volume with an enforced size; a full one with a tenant's
-// subvolume inside, deleted or archived.
+// symlink, or one that is not root's; nodes: all; a btrfs volume with an enforced size; a full
+// one with a tenant's subvolume inside, deleted or archived.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -220,6 +220,60 @@ TEST_CASE("an .archive planted as a symlink: VolumeFailedDelete, nothing moved, 
   REQUIRE(unlink((c.pv_dir + "/.archive").c_str()) == 0);
   REQUIRE(Eventually([&] { return c.Gone(pv); }, seconds(120)));
   CHECK(c.ArchivesOf("target", pv).size() == 1);
+}
+
+TEST_CASE("an .archive that is not root's: nothing is moved into it nor expired from it, and the event says how to fix it",
+          "[e2e][archive]") {
+  Cluster c;
+  // Made by someone else (a tenant with a hostPath, an admin's copy): uid 1000, readable by all.
+  const std::string folder = c.pv_dir + "/.archive";
+  REQUIRE(::mkdir(folder.c_str(), 0755) == 0);
+  // An archive whose time has long come, there before the provisioner starts.
+  const std::string old = folder + "/default-old-pvc-1--20200101T000000Z--until-20200101T000001Z";
+  REQUIRE(::mkdir(old.c_str(), 0755) == 0);
+  WriteFile(old + "/data.txt", "old data\n");
+  REQUIRE(LoopFs::Sh("chown -R 1000:1000 " + folder) == 0);
+  Provisioner p(c.api, c.pv_dir, c.env);
+  const std::string pv = c.Bound("target", "forever");
+  REQUIRE(c.Deleted("target"));
+  INFO(p.Log());
+  REQUIRE(Eventually([&] { return HasEvent(c.api, pv, "VolumeFailedDelete", folder + " is owned by uid 1000, not root"); }));
+  INFO(Events(c.api, pv));
+  CHECK(HasEvent(c.api, pv, "VolumeFailedDelete",
+                 "archiving " + c.DirOf("target", pv) + " failed: cannot use the archive folder: " + folder +
+                     " is owned by uid 1000, not root: that user could read and change archived data; on the node, "
+                     "chown root:root " + folder + " && chmod 0700 " + folder + " (once you trust what it holds), or move it "
+                     "away; nothing moved, will retry"));
+  // The archive pass (each second here) leaves it alone too, and says why.
+  REQUIRE(Eventually([&] { return p.Log().find("archives: " + folder + " is owned by uid 1000, not root") != std::string::npos; }));
+  CHECK(ReadFile(old + "/data.txt") == "old data\n");
+  CHECK(ReadFile(c.DirOf("target", pv) + "/data.txt") == "data of target\n");
+  CHECK(c.ArchivesOf("target", pv).empty());
+  CHECK_FALSE(c.Gone(pv));
+  // Fixed as the event says: the retry archives it, and the pass expires the old one.
+  REQUIRE(LoopFs::Sh("chown root:root " + folder + " && chmod 0700 " + folder) == 0);
+  REQUIRE(Eventually([&] { return c.Gone(pv); }, seconds(120)));
+  CHECK(c.ArchivesOf("target", pv).size() == 1);
+  CHECK(Eventually([&] { return !Exists(old); }));
+}
+
+TEST_CASE("an .archive of root's that others may read is closed (mode 0700) before anything is moved into it, and logged",
+          "[e2e][archive]") {
+  Cluster c;
+  const std::string folder = c.pv_dir + "/.archive";
+  REQUIRE(::mkdir(folder.c_str(), 0755) == 0);  // copied by an admin, 0755
+  REQUIRE(::chmod(folder.c_str(), 0755) == 0);
+  Provisioner p(c.api, c.pv_dir, c.env);
+  const std::string pv = c.Bound("target", "forever");
+  REQUIRE(c.Deleted("target"));
+  REQUIRE(Eventually([&] { return c.Gone(pv); }));
+  INFO(p.Log());
+  REQUIRE(c.ArchivesOf("target", pv).size() == 1);
+  struct stat st {};
+  REQUIRE(stat(folder.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  CHECK(st.st_uid == 0);
+  CHECK(Eventually([&] { return p.Log().find(folder + " was mode 0755: made 0700, so that only root reads archived data") != std::string::npos; }));
 }
 
 TEST_CASE("a claim that does not fit says how much the root's archives hold and how to free it", "[e2e][archive][space]") {

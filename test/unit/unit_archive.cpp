@@ -182,3 +182,40 @@ TEST_CASE("an .archive that is a symlink or a file is refused, and nothing is ma
   REQUIRE(unlink((tmp.path() + "/.archive").c_str()) == 0);
   CHECK(OpenArchiveFolder(*root, false).status().code() == Status::kNotFound);
 }
+
+TEST_CASE("an .archive found there is used only if it is root's, and closed to 0700 if others may look in", "[archive][fs]") {
+  struct Row {
+    const char* name;
+    uid_t uid;
+    mode_t mode;
+    bool used;
+    mode_t after;
+  } rows[] = {{"root's, 0700", 0, 0700, true, 0700},
+              {"root's, 0755 (an admin's copy)", 0, 0755, true, 0700},
+              {"root's, 1777", 0, 01777, true, 01700},
+              {"a tenant's, 0700", 1000, 0700, false, 0700},
+              {"a tenant's, 0777", 1000, 0777, false, 0777}};
+  for (const Row& r : rows) {
+    INFO(r.name);
+    harness::TempDir tmp;
+    Result<Root> root = Root::Open(tmp.path());
+    REQUIRE(root.ok());
+    const std::string folder = tmp.path() + "/.archive";
+    REQUIRE(mkdir(folder.c_str(), 0700) == 0);
+    REQUIRE(chmod(folder.c_str(), r.mode) == 0);
+    REQUIRE(chown(folder.c_str(), r.uid, r.uid) == 0);
+    for (bool create : {false, true}) {
+      Result<Root> archive = OpenArchiveFolder(*root, create);
+      CHECK(archive.ok() == r.used);
+      if (!r.used) {
+        CHECK(archive.status().code() == Status::kConflict);
+        CHECK_THAT(archive.status().message(), Catch::Contains(folder + " is owned by uid 1000, not root"));
+        CHECK_THAT(archive.status().message(), Catch::Contains("chown root:root " + folder + " && chmod 0700 " + folder));
+      }
+      struct stat st {};
+      REQUIRE(stat(folder.c_str(), &st) == 0);
+      CHECK((st.st_mode & 07777) == r.after);
+      CHECK(st.st_uid == r.uid);
+    }
+  }
+}
