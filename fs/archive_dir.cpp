@@ -24,10 +24,11 @@ Result<Root> OpenArchiveFolder(const Root& root, bool create) {
                   "data; on the node, chown root:root " + path + " && chmod 0700 " + path + " (once you trust what it holds), or "
                   "move it away");
   if ((st.st_mode & 077) != 0) {
-    char was[8];
+    char was[8], now[8];
     std::snprintf(was, sizeof was, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    std::snprintf(now, sizeof now, "%04o", static_cast<unsigned>(st.st_mode & 07700));
     if (fchmod(archive->fd(), st.st_mode & 07700) != 0) return PosixError("chmod " + path, errno);
-    LogWarn(path + " was mode " + was + ": made 0700, so that only root reads archived data");
+    LogWarn(path + " was mode " + was + ": made " + now + ", so that only root reads archived data");
   }
   return archive;
 }
