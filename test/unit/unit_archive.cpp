@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "decide/archive_name.hpp"
@@ -78,7 +79,52 @@ TEST_CASE("an archive's name fits in 255 bytes, the directory part cut, the time
     REQUIRE(parts);
     CHECK(parts->expires_at == kNov27 + 3600);
     CHECK(name.rfind(ArchivePrefix(long_dir), 0) == 0);
+    CHECK(parts->dir + "--" == ArchivePrefix(long_dir));
+    CHECK(ArchiveOf(name, long_dir));
   }
+}
+
+TEST_CASE("a cut directory part ends in a hash of the whole name: no volume's archives pass for another's", "[archive]") {
+  const std::string common = "ns/" + std::string(230, 'a');
+  struct Row {
+    const char* name;
+    std::string dir;
+  } rows[] = {
+      {"short", "ns/db"},
+      {"short, its name then \"--\"", "ns/db--x"},
+      {"200 bytes: not cut", std::string(200, 'b')},
+      {"201 bytes: cut", std::string(201, 'b')},
+      {"long", common},
+      {"long, one more byte", common + "b"},
+      {"long, another byte", common + "c"},
+      {"long, and \"--\" after", common + "--x"},
+      {"longest", "ns/" + std::string(252, 'a')},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    const std::string part = ArchiveDirPart(r.dir);
+    CHECK(part.size() <= 200);
+    CHECK(part.size() == std::min<size_t>(r.dir.size(), 200));
+    CHECK(ArchivePrefix(r.dir) == part + "--");
+    CHECK((part.find('~') != std::string::npos) == (r.dir.size() > 200));
+    for (int64_t keep : {int64_t{0}, int64_t{3600}}) {
+      const std::string name = ArchiveName(r.dir, kNov27, keep, 7);
+      CHECK(name.size() <= kArchiveNameMax);
+      REQUIRE(ParseArchiveName(name));
+      CHECK(ParseArchiveName(name)->dir == part);
+      for (const Row& other : rows) {
+        INFO("the archive of " << other.name);
+        CHECK(ArchiveOf(name, other.dir) == (other.dir == r.dir));
+        if (other.dir != r.dir && other.dir.size() > 200 && r.dir.size() > 200) {
+          CHECK(name.rfind(ArchivePrefix(other.dir), 0) != 0);  // cut ones: not even their start
+        }
+      }
+    }
+  }
+  // The same name cuts the same way every time: a later attempt finds the earlier's archive.
+  CHECK(ArchiveDirPart(common + "b") == ArchiveDirPart(common + "b"));
+  CHECK(ArchiveDirPart(common + "b").substr(0, 183) == ("ns_" + std::string(230, 'a')).substr(0, 183));
+  CHECK_FALSE(ArchiveOf("lost+found", "ns/db"));
 }
 
 TEST_CASE("an archive expires once its time has come, never when kept for ever", "[archive]") {
