@@ -125,3 +125,7 @@ bool ArchiveOf(const std::string& name, const std::string& dir_name) {
 }
 
 bool ArchiveExpired(const ArchiveNameParts& parts, int64_t now) { return !parts.keep && now >= parts.expires_at; }
+
+bool ArchiveDue(const ArchiveNameParts& parts, int64_t now, int64_t watched) {
+  return ArchiveExpired(parts, now) && watched >= parts.expires_at - parts.archived_at;
+}

@@ -48,5 +48,14 @@ bool ArchiveOf(const std::string& name, const std::string& dir_name);
 // folder may hold what someone put there by hand).
 std::optional<ArchiveNameParts> ParseArchiveName(const std::string& name);
 
-// May the archive be removed at `now`? Once its time has come; never when kept for ever.
+// Has the archive's time come at `now` (the wall clock)? Never when kept for ever.
 bool ArchiveExpired(const ArchiveNameParts& parts, int64_t now);
+
+// May the archive be removed? Its time has come at `now` (ArchiveExpired), and it has been
+// watched for `watched` seconds (on a clock that no correction of the wall clock moves, since
+// the caller first saw it) at least as long as its name says it is kept (expires_at less
+// archived_at). The name alone is not enough: its times come from the wall clock of the node
+// that archived it, which may have been behind (a board without a clock chip, before NTP), so
+// its expiry may lie in the past as soon as that clock is corrected; and the node that looks
+// may be ahead. Never when kept for ever.
+bool ArchiveDue(const ArchiveNameParts& parts, int64_t now, int64_t watched);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 
+#include "decide/archive_name.hpp"
 #include "test/support/fault_harness.hpp"
 #include "test/support/harness.hpp"
 #include "test/support/loopfs.hpp"
@@ -122,7 +123,8 @@ TEST_CASE("onDelete archive: the directory moves to .archive with its files, the
   CHECK(c.api.Denials().empty());
 }
 
-TEST_CASE("an archive kept for ever survives restarts; one that expired while the provisioner was down goes after",
+TEST_CASE("an archive kept for ever survives restarts; one that expired while the provisioner was down goes once the "
+          "new one has seen it for its archiveFor",
           "[e2e][archive]") {
   Cluster c;
   std::string short_pv, forever_pv;
@@ -140,9 +142,40 @@ TEST_CASE("an archive kept for ever survives restarts; one that expired while th
   // The classes are gone too: the name alone says when.
   REQUIRE(c.api.Delete("/apis/storage.k8s.io/v1/storageclasses/short").code == 200);
   std::this_thread::sleep_for(seconds(3));  // archiveFor 2s passes while nothing runs (not an assertion on timing)
-  Provisioner p(c.api, c.pv_dir, {{"RESYNC_PERIOD", "3600"}});
+  // The new process cannot tell a clock that was wrong when the name was written from time
+  // that passed while it was down: it keeps the archive until it has seen it for 2 s itself.
+  Provisioner p(c.api, c.pv_dir, c.env);
+  REQUIRE(Eventually([&] { return p.Log().find("archives: " + c.pv_dir + "/.archive/" + c.DirName("brief", short_pv) + "--") !=
+                                  std::string::npos; }));
+  CHECK_THAT(p.Log(), Catch::Contains("its time has come by this node's clock, but it goes only once this provisioner has "
+                                      "seen it for as long as it is kept (0h0m2s)"));
   REQUIRE(Eventually([&] { return c.ArchivesOf("brief", short_pv).empty(); }));
   CHECK(c.ArchivesOf("lasting", forever_pv).size() == 1);
+}
+
+TEST_CASE("an archive named by a clock that was behind is kept for its archiveFor from when the provisioner first saw it",
+          "[e2e][archive]") {
+  Cluster c;
+  // As a node whose clock was 3 days behind would have named it on archiving (archiveFor:
+  // 24h): by the clock now, its time came two days ago.
+  const std::string folder = c.pv_dir + "/.archive";
+  REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
+  const int64_t now = std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string name = ArchiveName("default-early-pvc-1", now - 3 * 86400, 86400);
+  REQUIRE(::mkdir((folder + "/" + name).c_str(), 0755) == 0);
+  WriteFile(folder + "/" + name + "/data.txt", "early data\n");
+  Provisioner p(c.api, c.pv_dir, c.env);  // an archive pass every second
+  INFO(p.Log());
+  REQUIRE(Eventually([&] {
+    return p.Log().find("archives: " + folder + "/" + name + ": its time has come by this node's clock, but it goes only once "
+                        "this provisioner has seen it for as long as it is kept (24h0m0s), around ") != std::string::npos;
+  }));
+  // Passes go on (the metrics count it, measured), and none removes it.
+  const std::string root = "root=\"" + c.pv_dir + "\"";
+  REQUIRE(Eventually([&] { return Metric(p, "hostpath_provisioner_archive_bytes", root) > 0; }));
+  std::this_thread::sleep_for(seconds(3));  // a few more passes (not an assertion on timing)
+  CHECK(ReadFile(folder + "/" + name + "/data.txt") == "early data\n");
+  CHECK(p.Log().find("removed archive") == std::string::npos);
 }
 
 TEST_CASE("onDelete retain: the PV goes, the directory stays where it is, and the event says so", "[e2e][archive]") {

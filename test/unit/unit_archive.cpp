@@ -136,6 +136,33 @@ TEST_CASE("an archive expires once its time has come, never when kept for ever",
   CHECK_FALSE(ArchiveExpired(ever, kNov27 + 100LL * 366 * 24 * 3600));
 }
 
+TEST_CASE("an archive goes once its time has come and it has been watched as long as it is kept", "[archive]") {
+  constexpr int64_t kWeek = 7 * 24 * 3600;
+  const ArchiveNameParts week = *ParseArchiveName(ArchiveName(kDir, kNov27, kWeek));
+  const ArchiveNameParts ever = *ParseArchiveName(ArchiveName(kDir, kNov27, 0));
+  struct Row {
+    const char* name;
+    const ArchiveNameParts& parts;
+    int64_t now, watched;
+    bool due;
+  } rows[] = {
+      {"watched all the week, its time come", week, kNov27 + kWeek, kWeek, true},
+      {"watched longer, long after", week, kNov27 + 10 * kWeek, 10 * kWeek, true},
+      {"its time not come", week, kNov27 + kWeek - 1, kWeek, false},
+      // Archived while the clock was 30 days behind: once corrected, the name's time has long
+      // passed; this process has seen it for a minute.
+      {"a name from a clock behind", week, kNov27 + 30 * 86400, 60, false},
+      {"... watched a second short of the week", week, kNov27 + 30 * 86400, kWeek - 1, false},
+      {"... watched the week", week, kNov27 + 30 * 86400, kWeek, true},
+      {"a restart: watched from zero again", week, kNov27 + 2 * kWeek, 0, false},
+      {"kept for ever", ever, kNov27 + 100LL * 366 * 86400, 100LL * 366 * 86400, false},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    CHECK(ArchiveDue(r.parts, r.now, r.watched) == r.due);
+  }
+}
+
 TEST_CASE("onDelete and archiveFor: bad values are refused, saying what is allowed", "[archive][reconcile]") {
   struct Row {
     const char* name;
