@@ -1,6 +1,9 @@
 // Archive names: the bodies (archive_name.hpp has the contracts). Hand-written: a fixed
 // strftime format and its strict reading back, which no library call does in both directions.
+// OpenSSL's SHA-256 (a pure function) tells cut names apart.
 #include "decide/archive_name.hpp"
+
+#include <openssl/sha.h>
 
 #include <ctime>
 
@@ -8,6 +11,7 @@ namespace {
 
 constexpr size_t kTimeLen = 16;  // "20261127T181500Z"
 constexpr size_t kDirMax = 200;  // 255 less "--" time "--until-" time "--" and a 4-digit counter
+constexpr size_t kHashHex = 16;  // 64 bits of the whole name's SHA-256 end a cut directory part
 constexpr int kCounterMax = 9999;
 
 bool Digits(const std::string& s, size_t from, size_t n) {
@@ -37,14 +41,31 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-std::string DirPart(const std::string& dir_name) {
-  std::string out = dir_name.substr(0, kDirMax);
-  for (char& c : out)
-    if (c == '/') c = '_';
+// Hex of the first kHashHex / 2 bytes of the SHA-256 of `text`.
+std::string ShortHash(const std::string& text) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < kHashHex / 2; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
   return out;
 }
 
 }  // namespace
+
+std::string ArchiveDirPart(const std::string& dir_name) {
+  std::string out = dir_name;
+  // Cut: two long names that begin alike must not get one directory part (an event would name
+  // the other volume's archive). '~' is in no volume's directory name (DNS names, a pattern's
+  // lower-case parts), so a cut part is never an uncut one either.
+  if (out.size() > kDirMax) out = out.substr(0, kDirMax - kHashHex - 1) + "~" + ShortHash(dir_name);
+  for (char& c : out)
+    if (c == '/') c = '_';
+  return out;
+}
 
 std::string ArchiveTime(int64_t seconds) {
   if (seconds < 0 || seconds > 253402300799) return "";  // 9999-12-31T23:59:59Z
@@ -56,7 +77,7 @@ std::string ArchiveTime(int64_t seconds) {
   return buf;
 }
 
-std::string ArchivePrefix(const std::string& dir_name) { return DirPart(dir_name) + "--"; }
+std::string ArchivePrefix(const std::string& dir_name) { return ArchiveDirPart(dir_name) + "--"; }
 
 std::string ArchiveName(const std::string& dir_name, int64_t now, int64_t keep_seconds, int counter) {
   std::string name = ArchivePrefix(dir_name) + ArchiveTime(now);
@@ -97,4 +118,14 @@ std::optional<ArchiveNameParts> ParseArchiveName(const std::string& name) {
   return parts;
 }
 
+bool ArchiveOf(const std::string& name, const std::string& dir_name) {
+  if (name.compare(0, ArchivePrefix(dir_name).size(), ArchivePrefix(dir_name)) != 0) return false;  // cheap first
+  std::optional<ArchiveNameParts> parts = ParseArchiveName(name);
+  return parts && parts->dir == ArchiveDirPart(dir_name);
+}
+
 bool ArchiveExpired(const ArchiveNameParts& parts, int64_t now) { return !parts.keep && now >= parts.expires_at; }
+
+bool ArchiveDue(const ArchiveNameParts& parts, int64_t now, int64_t watched) {
+  return ArchiveExpired(parts, now) && watched >= parts.expires_at - parts.archived_at;
+}

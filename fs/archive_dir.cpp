@@ -3,13 +3,34 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdio>
+
+#include "base/log.hpp"
 
 Result<Root> OpenArchiveFolder(const Root& root, bool create) {
-  if (create && mkdirat(root.fd(), kArchiveFolder, 0700) != 0 && errno != EEXIST)
-    return PosixError("mkdir " + fsops_detail::Join(root.path(), kArchiveFolder), errno);
-  return root.OpenBelow(kArchiveFolder, false);
+  const std::string path = fsops_detail::Join(root.path(), kArchiveFolder);
+  if (create && mkdirat(root.fd(), kArchiveFolder, 0700) != 0 && errno != EEXIST) return PosixError("mkdir " + path, errno);
+  Result<Root> archive = root.OpenBelow(kArchiveFolder, false);
+  if (!archive.ok()) return archive;
+  // Checked on the descriptor we go on using: what it names cannot be swapped in between.
+  struct stat st;
+  if (fstat(archive->fd(), &st) != 0) return PosixError("stat " + path, errno);
+  if (st.st_uid != 0)
+    return Status(Status::kConflict,
+                  path + " is owned by uid " + std::to_string(st.st_uid) + ", not root: that user could read and change archived "
+                  "data; on the node, chown root:root " + path + " && chmod 0700 " + path + " (once you trust what it holds), or "
+                  "move it away");
+  if ((st.st_mode & 077) != 0) {
+    char was[8], now[8];
+    std::snprintf(was, sizeof was, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    std::snprintf(now, sizeof now, "%04o", static_cast<unsigned>(st.st_mode & 07700));
+    if (fchmod(archive->fd(), st.st_mode & 07700) != 0) return PosixError("chmod " + path, errno);
+    LogWarn(path + " was mode " + was + ": made " + now + ", so that only root reads archived data");
+  }
+  return archive;
 }
 
 Result<std::string> MoveIntoArchive(const Root& from, const std::string& leaf, const Root& archive,

@@ -145,12 +145,15 @@ Status QuotaLimits::ClearLimit(const QuotaId& q, const std::string& name) const 
   return Posix("clear the qgroup limit that the snapshot " + name + " inherited", "", e);
 }
 
-Status QuotaLimits::Unlimit(const QuotaId& q, const std::string& name) const {
+Status QuotaLimits::Unlimit(const QuotaId& q, const std::string& name, const std::vector<uint64_t>& nested) const {
   if (q.method == QuotaMethod::kProject) return Release(q);
   if (q.method != QuotaMethod::kBtrfs) return Status::Ok();
-  for (uint64_t group : {q.id, btrfs_qgroup::Level1(q.id)}) {
+  std::vector<uint64_t> groups{btrfs_qgroup::Level1(q.id), q.id};
+  groups.insert(groups.end(), nested.begin(), nested.end());
+  for (uint64_t group : groups) {
     int e = btrfs_qgroup::Limit(root_.fd(), group, btrfs_qgroup::kNoLimit);
-    if (e != 0 && e != ENOTCONN && !(e == ENOENT && group != q.id))  // no 1/ID: the limit was on 0/ID
+    if (e == ENOTCONN) return Status::Ok();  // quotas are off: no limit holds
+    if (e != 0 && !(e == ENOENT && group != q.id))  // no 1/ID (the limit was on 0/ID), or a nested one gone
       return Posix("clear the qgroup limit of", name, e);
   }
   return Status::Ok();

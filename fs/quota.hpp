@@ -96,12 +96,15 @@ class QuotaLimits {
   // limit set as SetLimit does, after a 1/ID left by that one is destroyed.
   Status LimitNew(const QuotaId& q, const std::string& name, uint64_t bytes) const;
 
-  // A volume being archived (its directory kept, its size no longer held): the limits of `q`
-  // are cleared, the ID kept. Project: its limits (its files stay charged to it, so that
-  // AssignProject never hands the ID out while they exist). btrfs: the limits of 0/ID and, if
-  // there is one, 1/ID (the qgroups stay, and go when the archive is removed: Release).
-  // Idempotent; ok when quotas are off.
-  Status Unlimit(const QuotaId& q, const std::string& name) const;
+  // A volume being archived or removed (its size no longer held): the limits of `q` are
+  // cleared, the ID kept. Project: its limits (its files stay charged to it, so that
+  // AssignProject never hands the ID out while they exist). btrfs: the limits of 0/ID, of 1/ID
+  // if there is one, and of the qgroups 0/N of the subvolumes inside it, `nested` (a snapshot
+  // copies its source's limit); the qgroups stay, and go with the directory (Release). btrfs
+  // refuses to delete a subvolume whose parent's qgroup is at its limit (a tenant filled the
+  // volume), so a removal lifts them first. Idempotent; ok when quotas are off, and for a
+  // nested qgroup that is gone.
+  Status Unlimit(const QuotaId& q, const std::string& name, const std::vector<uint64_t>& nested = {}) const;
 
   // A btrfs snapshot made for a volume whose size is not enforced: the limit btrfs copied from
   // its source is cleared. Ok when quotas are off (nothing to clear).

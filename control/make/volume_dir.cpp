@@ -91,8 +91,17 @@ Status RemoveVolumeDir(const Root& root, const std::string& dir_name, const Quot
                        const std::atomic<bool>* cancel) {
   QuotaLimits limits(root);
   Result<QuotaId> q = recorded.method == QuotaMethod::kNone ? Result<QuotaId>(QuotaId{}) : AgreedQuota(limits, dir_name, recorded);
-  const std::vector<uint64_t> nested = q.ok() ? limits.NestedIds(*q) : std::vector<uint64_t>{};
-  if (Status s = root.RemoveTree(dir_name, cancel); !s.ok()) return s;
+  // btrfs refuses to delete a subvolume inside a volume whose qgroup is at its limit (a tenant
+  // filled it): the limits are lifted first, where the directory itself (not its PV) says it is
+  // a subvolume. Those qgroups are the directory's own, and about to go with it; a project ID
+  // read from the directory is not touched (its owner can set it), nor needed (an unlink is
+  // never refused for a quota).
+  Result<QuotaId> own = limits.Of(dir_name);
+  const bool btrfs = own.ok() && own->method == QuotaMethod::kBtrfs;
+  const std::vector<uint64_t> nested = btrfs ? limits.NestedIds(*own) : std::vector<uint64_t>{};
+  const Status lifted = btrfs ? limits.Unlimit(*own, dir_name, nested) : Status::Ok();
+  if (Status s = root.RemoveTree(dir_name, cancel); !s.ok())
+    return lifted.ok() ? s : Status(s.code(), s.message() + " (its limit could not be lifted first: " + lifted.message() + ")", s.sys_errno());
   // Gone already (an earlier attempt), or the two disagreed: no limit is touched. The ID stays
   // limited and unused, so it is never handed out again: a leak of one ID, never a collision.
   if (!q.ok() || q->method == QuotaMethod::kNone) return Status::Ok();

@@ -51,7 +51,9 @@ Status GrowVolumeDir(const Root& root, const std::string& dir_name, const QuotaI
 
 // Removes a volume's directory (Root::RemoveTree, which stops early, kCanceled, once *cancel is
 // set; btrfs subvolumes a tenant made inside go with it), then releases the limit it was made
-// under, and theirs. Where the directory and its PV disagree on the limit (or it was gone
-// already), no limit is touched: the ID stays limited and unused, never handed out again.
+// under, and theirs. A btrfs volume's limits (its own and those of the subvolumes inside, as
+// the directory itself says) are lifted before anything is removed: btrfs refuses to delete a
+// subvolume in a volume that is full. Where the directory and its PV disagree on the limit (or
+// it was gone already), no limit is released: the ID stays unused, never handed out again.
 Status RemoveVolumeDir(const Root& root, const std::string& dir_name, const QuotaId& recorded,
                        const std::atomic<bool>* cancel = nullptr);

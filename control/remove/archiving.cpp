@@ -38,7 +38,7 @@ Result<std::string> ArchiveVolumeDir(const Root& root, const Root& parent, const
     QuotaLimits limits(parent);
     Result<QuotaId> q = AgreedQuota(limits, leaf, recorded);
     if (q.ok()) {
-      if (Status s = limits.Unlimit(*q, leaf); !s.ok()) return s.Wrap("cannot clear the limit before archiving");
+      if (Status s = limits.Unlimit(*q, leaf, limits.NestedIds(*q)); !s.ok()) return s.Wrap("cannot clear the limit before archiving");
     } else if (q.status().code() != Status::kConflict) {
       return q.status();
     }  // they disagree: no limit is touched, the ID stays limited and is never handed out again
@@ -57,11 +57,16 @@ std::string ArchivedBefore(const Root& root, const std::string& dir_name) {
   const std::string folder = fsops_detail::Join(root.path(), kArchiveFolder);
   const std::string prefix = ArchivePrefix(dir_name);
   Result<Root> archive = OpenArchiveFolder(root, false);
-  std::vector<std::string> found = archive.ok() ? ArchivesStartingWith(*archive, prefix) : std::vector<std::string>{};
+  std::vector<std::string> found;
+  if (archive.ok())
+    for (std::string& name : ArchivesStartingWith(*archive, prefix))
+      if (ArchiveOf(name, dir_name)) found.push_back(std::move(name));  // not "ns/a--b"'s for "ns/a"
   std::string text = root.path() + "/" + dir_name + " was already gone: ";
-  if (found.empty()) return text + "nothing is in " + folder + "/" + prefix + "* (removed by hand?)";
+  if (!archive.ok() && archive.status().code() != Status::kNotFound)
+    return text + "cannot look for its archive: " + archive.status().message();
+  if (found.empty()) return text + "no archive of it is in " + folder + " (" + prefix + "..., removed by hand?)";
   text += "archived by an earlier attempt, as " + folder + "/" + found.back();
-  if (found.size() > 1) text += " (" + std::to_string(found.size()) + " archives match " + folder + "/" + prefix + "*)";
+  if (found.size() > 1) text += " (" + std::to_string(found.size()) + " archives of it are in " + folder + ")";
   return text;
 }
 

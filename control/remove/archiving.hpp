@@ -44,8 +44,8 @@ std::string ArchivedMessage(const std::string& root_path, const std::string& dir
                             int64_t now, int64_t keep_seconds);
 
 // For an event, when a volume's directory to archive is gone: "<path> was already gone:
-// archived by an earlier attempt, as <root>/.archive/<name>", or that nothing in
-// <root>/.archive/<prefix>* matches (removed by hand?).
+// archived by an earlier attempt, as <root>/.archive/<name>" (the latest of its archives, as
+// ArchiveOf tells them from other directories'), or that there is none (removed by hand?).
 std::string ArchivedBefore(const Root& root, const std::string& dir_name);
 
 // Removes an archive, archive/name (archive: root/.archive), as RemoveVolumeDir removes a

@@ -1,15 +1,19 @@
 // End to end: onDelete "archive" and "retain" (and archiveFor's expiry) with the real binary
 // against the fake API server: what is on disk under <root>/.archive, the PV gone, the events
 // on the PV, /metrics; a crash between the move and the PV's delete; a planted .archive
-// symlink; nodes: all; a btrfs volume with an enforced size.
+// symlink, or one that is not root's; nodes: all; a btrfs volume with an enforced size; a full
+// one with a tenant's subvolume inside, deleted or archived.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "decide/archive_name.hpp"
 #include "test/support/fault_harness.hpp"
 #include "test/support/harness.hpp"
 #include "test/support/loopfs.hpp"
@@ -119,7 +123,8 @@ TEST_CASE("onDelete archive: the directory moves to .archive with its files, the
   CHECK(c.api.Denials().empty());
 }
 
-TEST_CASE("an archive kept for ever survives restarts; one that expired while the provisioner was down goes after",
+TEST_CASE("an archive kept for ever survives restarts; one that expired while the provisioner was down goes once the "
+          "new one has seen it for its archiveFor",
           "[e2e][archive]") {
   Cluster c;
   std::string short_pv, forever_pv;
@@ -137,9 +142,40 @@ TEST_CASE("an archive kept for ever survives restarts; one that expired while th
   // The classes are gone too: the name alone says when.
   REQUIRE(c.api.Delete("/apis/storage.k8s.io/v1/storageclasses/short").code == 200);
   std::this_thread::sleep_for(seconds(3));  // archiveFor 2s passes while nothing runs (not an assertion on timing)
-  Provisioner p(c.api, c.pv_dir, {{"RESYNC_PERIOD", "3600"}});
+  // The new process cannot tell a clock that was wrong when the name was written from time
+  // that passed while it was down: it keeps the archive until it has seen it for 2 s itself.
+  Provisioner p(c.api, c.pv_dir, c.env);
+  REQUIRE(Eventually([&] { return p.Log().find("archives: " + c.pv_dir + "/.archive/" + c.DirName("brief", short_pv) + "--") !=
+                                  std::string::npos; }));
+  CHECK_THAT(p.Log(), Catch::Contains("its time has come by this node's clock, but it goes only once this provisioner has "
+                                      "seen it for as long as it is kept (0h0m2s)"));
   REQUIRE(Eventually([&] { return c.ArchivesOf("brief", short_pv).empty(); }));
   CHECK(c.ArchivesOf("lasting", forever_pv).size() == 1);
+}
+
+TEST_CASE("an archive named by a clock that was behind is kept for its archiveFor from when the provisioner first saw it",
+          "[e2e][archive]") {
+  Cluster c;
+  // As a node whose clock was 3 days behind would have named it on archiving (archiveFor:
+  // 24h): by the clock now, its time came two days ago.
+  const std::string folder = c.pv_dir + "/.archive";
+  REQUIRE(::mkdir(folder.c_str(), 0700) == 0);
+  const int64_t now = std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const std::string name = ArchiveName("default-early-pvc-1", now - 3 * 86400, 86400);
+  REQUIRE(::mkdir((folder + "/" + name).c_str(), 0755) == 0);
+  WriteFile(folder + "/" + name + "/data.txt", "early data\n");
+  Provisioner p(c.api, c.pv_dir, c.env);  // an archive pass every second
+  INFO(p.Log());
+  REQUIRE(Eventually([&] {
+    return p.Log().find("archives: " + folder + "/" + name + ": its time has come by this node's clock, but it goes only once "
+                        "this provisioner has seen it for as long as it is kept (24h0m0s), around ") != std::string::npos;
+  }));
+  // Passes go on (the metrics count it, measured), and none removes it.
+  const std::string root = "root=\"" + c.pv_dir + "\"";
+  REQUIRE(Eventually([&] { return Metric(p, "hostpath_provisioner_archive_bytes", root) > 0; }));
+  std::this_thread::sleep_for(seconds(3));  // a few more passes (not an assertion on timing)
+  CHECK(ReadFile(folder + "/" + name + "/data.txt") == "early data\n");
+  CHECK(p.Log().find("removed archive") == std::string::npos);
 }
 
 TEST_CASE("onDelete retain: the PV goes, the directory stays where it is, and the event says so", "[e2e][archive]") {
@@ -217,6 +253,60 @@ TEST_CASE("an .archive planted as a symlink: VolumeFailedDelete, nothing moved, 
   REQUIRE(unlink((c.pv_dir + "/.archive").c_str()) == 0);
   REQUIRE(Eventually([&] { return c.Gone(pv); }, seconds(120)));
   CHECK(c.ArchivesOf("target", pv).size() == 1);
+}
+
+TEST_CASE("an .archive that is not root's: nothing is moved into it nor expired from it, and the event says how to fix it",
+          "[e2e][archive]") {
+  Cluster c;
+  // Made by someone else (a tenant with a hostPath, an admin's copy): uid 1000, readable by all.
+  const std::string folder = c.pv_dir + "/.archive";
+  REQUIRE(::mkdir(folder.c_str(), 0755) == 0);
+  // An archive whose time has long come, there before the provisioner starts.
+  const std::string old = folder + "/default-old-pvc-1--20200101T000000Z--until-20200101T000001Z";
+  REQUIRE(::mkdir(old.c_str(), 0755) == 0);
+  WriteFile(old + "/data.txt", "old data\n");
+  REQUIRE(LoopFs::Sh("chown -R 1000:1000 " + folder) == 0);
+  Provisioner p(c.api, c.pv_dir, c.env);
+  const std::string pv = c.Bound("target", "forever");
+  REQUIRE(c.Deleted("target"));
+  INFO(p.Log());
+  REQUIRE(Eventually([&] { return HasEvent(c.api, pv, "VolumeFailedDelete", folder + " is owned by uid 1000, not root"); }));
+  INFO(Events(c.api, pv));
+  CHECK(HasEvent(c.api, pv, "VolumeFailedDelete",
+                 "archiving " + c.DirOf("target", pv) + " failed: cannot use the archive folder: " + folder +
+                     " is owned by uid 1000, not root: that user could read and change archived data; on the node, "
+                     "chown root:root " + folder + " && chmod 0700 " + folder + " (once you trust what it holds), or move it "
+                     "away; nothing moved, will retry"));
+  // The archive pass (each second here) leaves it alone too, and says why.
+  REQUIRE(Eventually([&] { return p.Log().find("archives: " + folder + " is owned by uid 1000, not root") != std::string::npos; }));
+  CHECK(ReadFile(old + "/data.txt") == "old data\n");
+  CHECK(ReadFile(c.DirOf("target", pv) + "/data.txt") == "data of target\n");
+  CHECK(c.ArchivesOf("target", pv).empty());
+  CHECK_FALSE(c.Gone(pv));
+  // Fixed as the event says: the retry archives it, and the pass expires the old one.
+  REQUIRE(LoopFs::Sh("chown root:root " + folder + " && chmod 0700 " + folder) == 0);
+  REQUIRE(Eventually([&] { return c.Gone(pv); }, seconds(120)));
+  CHECK(c.ArchivesOf("target", pv).size() == 1);
+  CHECK(Eventually([&] { return !Exists(old); }));
+}
+
+TEST_CASE("an .archive of root's that others may read is closed (mode 0700) before anything is moved into it, and logged",
+          "[e2e][archive]") {
+  Cluster c;
+  const std::string folder = c.pv_dir + "/.archive";
+  REQUIRE(::mkdir(folder.c_str(), 0755) == 0);  // copied by an admin, 0755
+  REQUIRE(::chmod(folder.c_str(), 0755) == 0);
+  Provisioner p(c.api, c.pv_dir, c.env);
+  const std::string pv = c.Bound("target", "forever");
+  REQUIRE(c.Deleted("target"));
+  REQUIRE(Eventually([&] { return c.Gone(pv); }));
+  INFO(p.Log());
+  REQUIRE(c.ArchivesOf("target", pv).size() == 1);
+  struct stat st {};
+  REQUIRE(stat(folder.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  CHECK(st.st_uid == 0);
+  CHECK(Eventually([&] { return p.Log().find(folder + " was mode 0755: made 0700, so that only root reads archived data") != std::string::npos; }));
 }
 
 TEST_CASE("a claim that does not fit says how much the root's archives hold and how to free it", "[e2e][archive][space]") {
@@ -322,4 +412,105 @@ TEST_CASE("a btrfs volume with an enforced size is archived without its limit, w
   CHECK(Eventually([&] { return p.Log().find("removed archive " + fs.dir + "/.archive/default-db-" + pv + "--") != std::string::npos; }));
   CHECK(ListDir(fs.dir) == std::vector<std::string>{".archive"});
   CHECK(api.Denials().empty());
+}
+
+namespace {
+
+bool HasClaimEvent(FakeApi& api, const std::string& claim, const std::string& reason, const std::string& part) {
+  for (const auto& e : api.EventsAbout("default", claim))
+    if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos) return true;
+  return false;
+}
+
+// Fills the last bytes below a limit as a tenant (user 1000) can: 4 KiB files in `dir`, then
+// empty ones, until the filesystem refuses (EDQUOT); that error, or another one.
+int TopUp(const std::string& dir) {
+  int result[2];
+  if (pipe(result) != 0) return errno;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int err = 0;
+    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
+    static char page[4096];
+    for (int i = 0; err == 0 && i < 100000; ++i) {
+      const std::string f = dir + "/top-" + std::to_string(i);
+      int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      if (fd < 0) {
+        err = errno;
+        break;
+      }
+      // Pages while they fit; then files with nothing in them, charged only their metadata.
+      static bool pages = true;
+      if (pages && (write(fd, page, sizeof page) != sizeof page || fsync(fd) != 0)) pages = false;
+      close(fd);
+    }
+    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
+  }
+  close(result[1]);
+  int err = EIO;
+  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
+  close(result[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return err;
+}
+
+}  // namespace
+
+TEST_CASE("a full btrfs volume with a tenant's subvolume under its limit is removed, deleted or archived and expired",
+          "[e2e][archive][quota][nested]") {
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  if (!fs.mounted) {
+    WARN("SKIPPED: " << fs.why);
+    return;
+  }
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath", "  quota: \"true\"\n"));
+  api.CreateYaml(ClassYaml("limited-archive", "Delete", "hostpath-provisioner.io/hostpath",
+                           "  quota: \"true\"\n  onDelete: archive\n  archiveFor: 2s\n"));
+  Provisioner p(api, fs.dir, {{"USAGE_SCAN_INTERVAL", "1"}, {"RESYNC_PERIOD", "1"}});
+  std::map<std::string, std::string> dirs, pvs;
+  for (const char* claim : {"gone", "kept"}) {
+    api.CreateYaml(ClaimYaml("default", claim, std::string(claim) == "gone" ? "limited" : "limited-archive", "8Mi"));
+    REQUIRE(Eventually([&] { return Phase(api.Claim("default", claim)) == "Bound"; }));
+    const std::string pv = api.Claim("default", claim).get("spec").get("volumeName").to_str();
+    const std::string dir = fs.dir + "/default-" + claim + "-" + pv;
+    dirs[claim] = dir;
+    // The tenant (user 1000) makes a subvolume with a note in it; the usage scan puts it under
+    // the volume's limit (1/ID); then the tenant fills the volume to that limit. The removal
+    // empties the subvolume (first in the directory's order) while the volume is still full:
+    // btrfs refuses to delete a subvolume whose parent's qgroup is at its limit, unless what
+    // it freed in the subvolume makes room (a note does not).
+    REQUIRE(MakeSubvolumeAsUser(dir, "escape") == 0);
+    WriteFile(dir + "/escape/note", "mine\n");
+    REQUIRE(Eventually([&] { return HasClaimEvent(api, claim, "NestedSubvolume", "escape"); }, seconds(60)));
+    CHECK(Fill(dir + "/data", 64 * kMiB).second == EDQUOT);
+    REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
+    CHECK(TopUp(dir) == EDQUOT);
+    REQUIRE(LoopFs::Sh("sync -f " + dir) == 0);
+    pvs[claim] = pv;
+  }
+  INFO(p.Log());
+
+  const auto deleted = std::chrono::steady_clock::now();
+  REQUIRE(api.Delete(kClaims + std::string("gone")).code == 200);
+  REQUIRE(Eventually([&] { return !Exists(dirs["gone"]); }, seconds(60)));
+  // (measured for the record, not asserted: a removal's time depends on the machine)
+  WARN("the full volume's directory was gone " << std::chrono::duration<double>(std::chrono::steady_clock::now() - deleted).count()
+                                               << " s after its claim's deletion");
+  CHECK(Eventually([&] { return !api.Volume(pvs["gone"]).is<picojson::object>(); }));
+  INFO(Events(api, pvs["gone"]));
+  CHECK_FALSE(HasEvent(api, pvs["gone"], "VolumeFailedDelete", ""));
+
+  REQUIRE(api.Delete(kClaims + std::string("kept")).code == 200);
+  REQUIRE(Eventually([&] { return !Exists(dirs["kept"]); }, seconds(60)));
+  // Archived, then removed once its 2 s have passed.
+  CHECK(Eventually([&] { return p.Log().find("removed archive " + fs.dir + "/.archive/default-kept-") != std::string::npos; },
+                   seconds(60)));
+  CHECK(ListDir(fs.dir) == std::vector<std::string>{".archive"});
+  CHECK(ListDir(fs.dir + "/.archive").empty());
+  INFO(Events(api, pvs["kept"]));
+  CHECK_FALSE(HasEvent(api, pvs["kept"], "VolumeFailedDelete", ""));
 }

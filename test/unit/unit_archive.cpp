@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 
 #include "decide/archive_name.hpp"
@@ -78,7 +79,52 @@ TEST_CASE("an archive's name fits in 255 bytes, the directory part cut, the time
     REQUIRE(parts);
     CHECK(parts->expires_at == kNov27 + 3600);
     CHECK(name.rfind(ArchivePrefix(long_dir), 0) == 0);
+    CHECK(parts->dir + "--" == ArchivePrefix(long_dir));
+    CHECK(ArchiveOf(name, long_dir));
   }
+}
+
+TEST_CASE("a cut directory part ends in a hash of the whole name: no volume's archives pass for another's", "[archive]") {
+  const std::string common = "ns/" + std::string(230, 'a');
+  struct Row {
+    const char* name;
+    std::string dir;
+  } rows[] = {
+      {"short", "ns/db"},
+      {"short, its name then \"--\"", "ns/db--x"},
+      {"200 bytes: not cut", std::string(200, 'b')},
+      {"201 bytes: cut", std::string(201, 'b')},
+      {"long", common},
+      {"long, one more byte", common + "b"},
+      {"long, another byte", common + "c"},
+      {"long, and \"--\" after", common + "--x"},
+      {"longest", "ns/" + std::string(252, 'a')},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    const std::string part = ArchiveDirPart(r.dir);
+    CHECK(part.size() <= 200);
+    CHECK(part.size() == std::min<size_t>(r.dir.size(), 200));
+    CHECK(ArchivePrefix(r.dir) == part + "--");
+    CHECK((part.find('~') != std::string::npos) == (r.dir.size() > 200));
+    for (int64_t keep : {int64_t{0}, int64_t{3600}}) {
+      const std::string name = ArchiveName(r.dir, kNov27, keep, 7);
+      CHECK(name.size() <= kArchiveNameMax);
+      REQUIRE(ParseArchiveName(name));
+      CHECK(ParseArchiveName(name)->dir == part);
+      for (const Row& other : rows) {
+        INFO("the archive of " << other.name);
+        CHECK(ArchiveOf(name, other.dir) == (other.dir == r.dir));
+        if (other.dir != r.dir && other.dir.size() > 200 && r.dir.size() > 200) {
+          CHECK(name.rfind(ArchivePrefix(other.dir), 0) != 0);  // cut ones: not even their start
+        }
+      }
+    }
+  }
+  // The same name cuts the same way every time: a later attempt finds the earlier's archive.
+  CHECK(ArchiveDirPart(common + "b") == ArchiveDirPart(common + "b"));
+  CHECK(ArchiveDirPart(common + "b").substr(0, 183) == ("ns_" + std::string(230, 'a')).substr(0, 183));
+  CHECK_FALSE(ArchiveOf("lost+found", "ns/db"));
 }
 
 TEST_CASE("an archive expires once its time has come, never when kept for ever", "[archive]") {
@@ -88,6 +134,33 @@ TEST_CASE("an archive expires once its time has come, never when kept for ever",
   CHECK(ArchiveExpired(week, kNov27 + 7 * 24 * 3600));
   ArchiveNameParts ever = *ParseArchiveName(ArchiveName(kDir, kNov27, 0));
   CHECK_FALSE(ArchiveExpired(ever, kNov27 + 100LL * 366 * 24 * 3600));
+}
+
+TEST_CASE("an archive goes once its time has come and it has been watched as long as it is kept", "[archive]") {
+  constexpr int64_t kWeek = 7 * 24 * 3600;
+  const ArchiveNameParts week = *ParseArchiveName(ArchiveName(kDir, kNov27, kWeek));
+  const ArchiveNameParts ever = *ParseArchiveName(ArchiveName(kDir, kNov27, 0));
+  struct Row {
+    const char* name;
+    const ArchiveNameParts& parts;
+    int64_t now, watched;
+    bool due;
+  } rows[] = {
+      {"watched all the week, its time come", week, kNov27 + kWeek, kWeek, true},
+      {"watched longer, long after", week, kNov27 + 10 * kWeek, 10 * kWeek, true},
+      {"its time not come", week, kNov27 + kWeek - 1, kWeek, false},
+      // Archived while the clock was 30 days behind: once corrected, the name's time has long
+      // passed; this process has seen it for a minute.
+      {"a name from a clock behind", week, kNov27 + 30 * 86400, 60, false},
+      {"... watched a second short of the week", week, kNov27 + 30 * 86400, kWeek - 1, false},
+      {"... watched the week", week, kNov27 + 30 * 86400, kWeek, true},
+      {"a restart: watched from zero again", week, kNov27 + 2 * kWeek, 0, false},
+      {"kept for ever", ever, kNov27 + 100LL * 366 * 86400, 100LL * 366 * 86400, false},
+  };
+  for (const Row& r : rows) {
+    INFO(r.name);
+    CHECK(ArchiveDue(r.parts, r.now, r.watched) == r.due);
+  }
 }
 
 TEST_CASE("onDelete and archiveFor: bad values are refused, saying what is allowed", "[archive][reconcile]") {
@@ -181,4 +254,41 @@ TEST_CASE("an .archive that is a symlink or a file is refused, and nothing is ma
   CHECK(OpenArchiveFolder(*root, false).status().code() == Status::kConflict);
   REQUIRE(unlink((tmp.path() + "/.archive").c_str()) == 0);
   CHECK(OpenArchiveFolder(*root, false).status().code() == Status::kNotFound);
+}
+
+TEST_CASE("an .archive found there is used only if it is root's, and closed to 0700 if others may look in", "[archive][fs]") {
+  struct Row {
+    const char* name;
+    uid_t uid;
+    mode_t mode;
+    bool used;
+    mode_t after;
+  } rows[] = {{"root's, 0700", 0, 0700, true, 0700},
+              {"root's, 0755 (an admin's copy)", 0, 0755, true, 0700},
+              {"root's, 1777", 0, 01777, true, 01700},
+              {"a tenant's, 0700", 1000, 0700, false, 0700},
+              {"a tenant's, 0777", 1000, 0777, false, 0777}};
+  for (const Row& r : rows) {
+    INFO(r.name);
+    harness::TempDir tmp;
+    Result<Root> root = Root::Open(tmp.path());
+    REQUIRE(root.ok());
+    const std::string folder = tmp.path() + "/.archive";
+    REQUIRE(mkdir(folder.c_str(), 0700) == 0);
+    REQUIRE(chmod(folder.c_str(), r.mode) == 0);
+    REQUIRE(chown(folder.c_str(), r.uid, r.uid) == 0);
+    for (bool create : {false, true}) {
+      Result<Root> archive = OpenArchiveFolder(*root, create);
+      CHECK(archive.ok() == r.used);
+      if (!r.used) {
+        CHECK(archive.status().code() == Status::kConflict);
+        CHECK_THAT(archive.status().message(), Catch::Contains(folder + " is owned by uid 1000, not root"));
+        CHECK_THAT(archive.status().message(), Catch::Contains("chown root:root " + folder + " && chmod 0700 " + folder));
+      }
+      struct stat st {};
+      REQUIRE(stat(folder.c_str(), &st) == 0);
+      CHECK((st.st_mode & 07777) == r.after);
+      CHECK(st.st_uid == r.uid);
+    }
+  }
 }
