@@ -70,7 +70,7 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
       cloning_(cfg_, &claims_, &volumes_, roots_, &cloner_, &maker_, &promises_, &created_, &space_waiters_, &recorder_,
                &stats_, [this](const std::string& v) { return usage_.UsedBytes(v); },
                [this](const std::string& key) { queue_.Add(key); }),
-      pattern_dirs_(&guard_, &volumes_, &created_),
+      pattern_dirs_(&guard_, &volumes_, &created_, [this](const std::string& pv) { return cloner_.Has(pv); }),
       provisioner_(cfg_, &volumes_, &promises_, &created_, &maker_, &cloning_, &pattern_dirs_, &recorder_, &stats_,
                    [this](const std::string& key) { return RootMoved(key); }),
       expander_(cfg_, &volumes_, roots_, &space_, &promises_, &space_waiters_, &every_node_, &shared_, &recorder_,

@@ -24,19 +24,23 @@ bool DirGuard::BelowARoot(const std::string& path) const {
 std::optional<Volume> DirGuard::Overlapping(const std::string& path, const std::string& pv) const {
   std::optional<Volume> found;
   volumes_->ForEach([&](const Volume& v) {
-    if (found || v.meta.name == pv || v.host_path.empty()) return;
-    const bool inside = PathWithin(v.host_path, path);
-    if ((inside || (PathWithin(path, v.host_path) && BelowARoot(v.host_path))) && Here(v)) found = v;
+    std::string other;  // "/r/a/db/", "/r//a/db" and "/r/a/./db" are one directory
+    if (found || v.meta.name == pv || !NormaliseAbsolute(v.host_path, &other)) return;
+    const bool inside = PathWithin(other, path);
+    if ((inside || (PathWithin(path, other) && BelowARoot(other))) && Here(v)) found = v;
   });
   return found;
 }
 
 std::string DirGuard::Uses(const Volume& other, const std::string& path, const std::string& viewer) {
-  std::string text = "PersistentVolume " + other.meta.name + " (";
-  if (other.has_claim_ref && !viewer.empty() && other.claim_ref.namespace_ != viewer) text += "another namespace's claim, ";
-  else if (other.has_claim_ref) text += "claim " + other.claim_ref.namespace_ + "/" + other.claim_ref.name + ", ";
-  text += (other.phase.empty() ? std::string("new") : other.phase) + ") uses " + other.host_path;
   std::string o;
-  if (NormaliseAbsolute(other.host_path, &o) && o != path) text += PathWithin(o, path) ? ", inside " + path : ", around " + path;
-  return text;
+  NormaliseAbsolute(other.host_path, &o);
+  const std::string where = o == path ? "" : PathWithin(o, path) ? "inside " : "around ";
+  if (Foreign(other, viewer))
+    return "PersistentVolume " + other.meta.name + " (not of this namespace's claims) uses a directory " +
+           (where.empty() ? "at " : where) + path;
+  std::string text = "PersistentVolume " + other.meta.name + " (";
+  if (other.has_claim_ref) text += "claim " + other.claim_ref.namespace_ + "/" + other.claim_ref.name + ", ";
+  text += (other.phase.empty() ? std::string("new") : other.phase) + ") uses " + other.host_path;
+  return where.empty() ? text : text + ", " + where + path;
 }

@@ -22,13 +22,19 @@ class DirGuard {
   DirGuard(const Config& cfg, const Informer<Volume>* volumes) : cfg_(cfg), volumes_(volumes) {}
 
   // The PV other than `pv` (by name) on this node whose directory is `path`, lies inside it, or
-  // lies around it below a root; nothing when there is none. `path`: absolute, normalised.
+  // lies around it below a root; nothing when there is none. `path`: absolute, normalised (a
+  // PV's path is normalised before it is compared: "/r/a/", "/r//a" and "/r/./a" are "/r/a").
   std::optional<Volume> Overlapping(const std::string& path, const std::string& pv) const;
 
   // What a user is told of `other` and `path`: "PersistentVolume X (claim ns/c, Bound) uses
   // /r/ns/c" and, where the two differ, ", inside /r/ns" or ", around /r/ns/c/d". Told to a
-  // claim of namespace `viewer` (when given), another namespace's claim is not named.
+  // claim of namespace `viewer` (when given) about a volume not of that namespace (Foreign):
+  // neither its claim nor its path, only where it lies relative to `path`.
   static std::string Uses(const Volume& other, const std::string& path, const std::string& viewer = "");
+  // Is `other` not a volume of namespace `viewer`'s claims (another's, or one bound to none)?
+  static bool Foreign(const Volume& other, const std::string& viewer) {
+    return !viewer.empty() && (!other.has_claim_ref || other.claim_ref.namespace_ != viewer);
+  }
 
   // Does PV `v` name a directory on this node? Always in single-node mode; a shared or
   // every-node volume: yes; else the node it was made on (our annotation), or its node affinity.

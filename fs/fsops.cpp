@@ -321,8 +321,8 @@ Status Root::StillAtPath() const {
 Status Root::FilesystemMounted() const {
   std::string root_of_mount;
   bool listed = false;
-  if (!fsops_detail::ForEachMount([&](const std::string& root, const std::string& mount_point) {
-        if (mount_point == path_) listed = true, root_of_mount = root;
+  if (!fsops_detail::ForEachMount([&](const fsops_detail::MountLine& m) {
+        if (m.point == path_) listed = true, root_of_mount = m.root;
         return true;
       }))
     return Status::Error("cannot read /proc/self/mountinfo to see whether " + path_ + " is mounted");

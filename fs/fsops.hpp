@@ -139,9 +139,17 @@ bool IsDirNoFollow(int parent_fd, const std::string& name);
 // Undoes the octal escapes (\040 for a space, ...) of a path in /proc/self/mountinfo.
 std::string UnescapeMountPath(const std::string& text);
 
-// Calls fn(root, mount_point) for each line of /proc/self/mountinfo, in order (a later line
-// is mounted over an earlier one at the same point); fn returns false to stop. False when the
-// file cannot be read.
+// A line of /proc/self/mountinfo: "36 35 98:0 /mnt1 /mnt/parent rw ...".
+struct MountLine {
+  std::string id;     // the mount's id (statx's STATX_MNT_ID)
+  std::string dev;    // "98:0": the filesystem (the same for every bind mount of it)
+  std::string root;   // the directory of that filesystem mounted here
+  std::string point;  // where it is mounted
+};
+
+// Calls fn(line) for each line of /proc/self/mountinfo, in order (a later line is mounted over
+// an earlier one at the same point); fn returns false to stop. False when the file cannot be
+// read.
 template <class Fn>
 bool ForEachMount(Fn fn) {
   FILE* mountinfo = fopen("/proc/self/mountinfo", "re");
@@ -149,8 +157,6 @@ bool ForEachMount(Fn fn) {
   char* line = nullptr;
   size_t cap = 0;
   while (getline(&line, &cap, mountinfo) > 0) {
-    // "36 35 98:0 /mnt1 /mnt/parent rw ..." : the fourth field is the root of the mount
-    // within its filesystem, the fifth the mount point.
     std::string fields[5];
     const char* p = line;
     for (int i = 0; i < 5 && *p; ++i) {
@@ -159,7 +165,7 @@ bool ForEachMount(Fn fn) {
       fields[i] = UnescapeMountPath(std::string(p, end));
       p = *end ? end + 1 : end;
     }
-    if (!fn(fields[3], fields[4])) break;
+    if (!fn(MountLine{fields[0], fields[2], fields[3], fields[4]})) break;
   }
   free(line);
   fclose(mountinfo);

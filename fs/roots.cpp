@@ -1,7 +1,60 @@
 // The bodies of roots.hpp: the root directories an instance may make volumes in.
 #include "fs/roots.hpp"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <utility>
+
+#include "base/paths.hpp"
+
+namespace {
+
+// Where an open root lies: its filesystem ("98:0") and its path inside that filesystem.
+struct FsPlace {
+  std::string path, dev, inside;
+};
+
+bool PlaceOf(const Root& root, FsPlace* out) {
+  char link[64], buf[4096];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", root.fd());
+  const ssize_t n = readlink(link, buf, sizeof buf - 1);
+  fsops_detail::DirId id;
+  if (n <= 0 || fsops_detail::GetDirId(root.fd(), &id) != 0 || !id.has_mnt) return false;
+  const std::string real(buf, static_cast<size_t>(n)), mnt = std::to_string(id.mnt);
+  bool found = false;
+  fsops_detail::ForEachMount([&](const fsops_detail::MountLine& m) {
+    if (m.id != mnt) return true;
+    const std::string below = m.point == "/" ? real : real.substr(std::min(real.size(), m.point.size()));
+    found = PathWithin(real, m.point) && NormaliseAbsolute(m.root + "/" + below, &out->inside);
+    out->dev = m.dev;
+    return false;
+  });
+  out->path = root.path();
+  return found;
+}
+
+}  // namespace
+
+Status RootsApart(const std::vector<std::string>& paths) {
+  std::vector<FsPlace> places;
+  for (const std::string& path : paths) {
+    Result<Root> root = Root::Open(path);
+    FsPlace place;
+    if (root.ok() && PlaceOf(*root, &place)) places.push_back(place);
+  }
+  for (const FsPlace& outer : places)
+    for (const FsPlace& inner : places) {
+      if (&outer == &inner || outer.path == inner.path || outer.dev != inner.dev || !PathWithin(inner.inside, outer.inside))
+        continue;
+      const std::string how = inner.inside == outer.inside ? " is the same directory as " : " lies inside ";
+      return Status::Invalid("the root " + inner.path + how + "the root " + outer.path +
+                             " (through a symlink or a bind mount): roots must not nest (a volume of the outer one could "
+                             "be, or hold, the inner root with every volume and archive in it). Give each root a directory "
+                             "of its own, beside the others");
+    }
+  return Status::Ok();
+}
 
 Roots::Roots(Root primary, const std::vector<std::string>& allowed)
     : primary_(std::make_shared<const Root>(std::move(primary))) {

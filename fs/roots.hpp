@@ -14,6 +14,14 @@
 #include "base/status.hpp"
 #include "fs/fsops.hpp"
 
+// Ok unless two of the roots at `paths` that exist are one directory, or one lies inside
+// another, as the filesystem sees them: through a symlink above a root, or a bind mount of a
+// directory of one root named as another (the configuration's check, NestedRoots, compares
+// the paths as written). kInvalid naming both. Compared by where each lies in its filesystem
+// (/proc/self/mountinfo: the filesystem, the directory mounted, the mount point) and its real
+// path; a root that cannot be opened yet (a disk not mounted) is not compared.
+Status RootsApart(const std::vector<std::string>& paths);
+
 class Roots {
  public:
   using Ref = std::shared_ptr<const Root>;

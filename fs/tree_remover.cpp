@@ -46,8 +46,8 @@ bool MountsBelow(int dir_fd) {
   if (n <= 0 || n >= static_cast<ssize_t>(sizeof buf) || buf[0] != '/') return true;
   const std::string prefix = std::string(buf, static_cast<size_t>(n)) + "/";
   bool found = false;
-  if (!ForEachMount([&](const std::string&, const std::string& mount_point) {
-        found = mount_point.compare(0, prefix.size(), prefix) == 0;
+  if (!ForEachMount([&](const MountLine& m) {
+        found = m.point.compare(0, prefix.size(), prefix) == 0;
         return !found;
       }))
     return true;

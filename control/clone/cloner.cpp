@@ -81,16 +81,36 @@ std::string ExpectedCopy(int src_fd, int dst_fd) {
   return Describe(CopyMethod::kBytes);
 }
 
-// The complete copy takes the volume's name (never over an existing one), marked as not yet
-// named by a PV (CloneUnclaimedName) until Claimed.
-Status Publish(const Root& dst, const std::string& temp, const std::string& name, const std::string& pv) {
+// Is `name` in dir_fd, not followed if a symlink, the directory `built` (same device and inode)?
+bool StillBuilt(int dir_fd, const std::string& name, const struct stat& built) {
+  struct stat now {};
+  return fstatat(dir_fd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(now.st_mode) && now.st_dev == built.st_dev &&
+         now.st_ino == built.st_ino;
+}
+
+// The complete copy `temp` (the directory `built`) takes the volume's name (never over an
+// existing one), marked as not yet named by a PV (CloneUnclaimedName) until Claimed. Nothing
+// here waits on what another process put in `dst` (the mark opened non-blocking, and only a
+// regular file taken), and the copy is checked, before and after the rename by name, to be the
+// directory built: one swapped for a symlink or another directory is refused (kConflict).
+Status Publish(const Root& dst, const std::string& temp, const std::string& name, const std::string& pv,
+               const struct stat& built) {
   const std::string mark = CloneUnclaimedName(pv);
-  fsops_detail::Fd fd(openat(dst.fd(), mark.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  fsops_detail::Fd fd(openat(dst.fd(), mark.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
   if (fd.get() < 0) return PosixError("make " + dst.path() + "/" + mark, errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode))
+    return Status(Status::kConflict, dst.path() + "/" + mark + " is not a file the provisioner made; left as it is");
+  const std::string swapped = " was replaced while it was copied (by someone who may write " + dst.path() + "); nothing published";
+  if (!StillBuilt(dst.fd(), temp, built)) return Status(Status::kConflict, dst.path() + "/" + temp + swapped);
   if (renameat2(dst.fd(), temp.c_str(), dst.fd(), name.c_str(), RENAME_NOREPLACE) != 0) {
     const int e = errno;
     unlinkat(dst.fd(), mark.c_str(), 0);
     return PosixError("rename " + dst.path() + "/" + temp + " to " + name, e);
+  }
+  if (!StillBuilt(dst.fd(), name, built)) {
+    unlinkat(dst.fd(), mark.c_str(), 0);  // unmarked: never taken for a copy of ours
+    return Status(Status::kConflict, dst.path() + "/" + temp + swapped);
   }
   return Status::Ok();
 }
@@ -242,11 +262,13 @@ Cloner::Finished Cloner::Copy(const Job& job) {
     LogDebug(1, "clone " + a.volume.meta.name + ": no snapshot (" + s.message() + "); copying");
     s = CopyInto(job, src.get(), dst, temp, &f);
   }
+  struct stat built {};
   if (s.ok()) {
     fsops_detail::Fd made(openat(dst.fd(), temp.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     s = made.get() < 0 ? PosixError("open " + dst.path() + "/" + temp, errno) : Fits(made.get(), dst, f.made.quota, a.request_bytes);
+    if (s.ok() && fstat(made.get(), &built) != 0) s = PosixError("stat " + dst.path() + "/" + temp, errno);
   }
-  if (s.ok()) s = Publish(dst, temp, dst_leaf, a.volume.meta.name);
+  if (s.ok()) s = Publish(dst, temp, dst_leaf, a.volume.meta.name, built);
   f.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!s.ok()) {
     LogDebug(1, "clone " + a.volume.meta.name + ": " + s.message());

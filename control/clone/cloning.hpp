@@ -52,6 +52,9 @@ class Cloning {
   // again can help (EDQUOT); it is never sent to another node: a clone is made on its source's.
   Outcome Provision(WorkerApi& w, const Claim& claim, const Action& a);
 
+  // Is volume `pv`'s copy queued, running, or done and not yet told (Cloner::Has)?
+  bool Copying(const std::string& pv) const { return cloner_->Has(pv); }
+
  private:
   Outcome Failed(const Claim& claim, const Action& a, const Status& s);
   // Reads the source claim and its volume that the caches miss (node-aware); true if it read.

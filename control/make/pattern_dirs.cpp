@@ -4,14 +4,17 @@
 #include "base/paths.hpp"
 #include "decide/names.hpp"
 
-PatternDirs::PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created)
-    : guard_(guard), volumes_(volumes), created_(created) {}
+PatternDirs::PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created, Copying copying)
+    : guard_(guard), volumes_(volumes), created_(created), copying_(std::move(copying)) {}
 
 std::string PatternDirs::Begin(const std::string& path, const std::string& pv, const std::string& ns) {
   auto overlaps = [&](const std::string& other) { return PathWithin(other, path) || PathWithin(path, other); };
   std::string holder;
   if (std::optional<Volume> v = guard_->Overlapping(path, pv)) {
-    if (v->phase == "Bound" || v->phase == "Pending" || v->phase.empty()) {
+    if (DirGuard::Foreign(*v, ns)) {
+      holder = DirGuard::Uses(*v, path, ns) + ": this claim cannot have that directory; the cluster's administrator must "
+               "move that volume, or its data, first";
+    } else if (v->phase == "Bound" || v->phase == "Pending" || v->phase.empty()) {
       holder = DirGuard::Uses(*v, path, ns) + ": the class's pathPattern gives this claim the same directory, or one "
                "inside or around it. Give this claim another name or labels, or delete the other claim and its volume first";
     } else {
@@ -28,8 +31,9 @@ std::string PatternDirs::Begin(const std::string& path, const std::string& pv, c
       ++it;
       continue;
     }
-    // Made and seen in the cache (told above, or gone since), or made and failed: no longer held.
-    if (it->second.active || created_->Contains(it->second.pv))
+    // Made and seen in the cache (told above, or gone since), made and failed, or a copy that
+    // ended without a volume: no longer held.
+    if (it->second.active || created_->Contains(it->second.pv) || (copying_ && copying_(it->second.pv)))
       return "another claim's volume (" + it->second.pv + ") is being made in " + it->first +
              ": the class's pathPattern gives both claims the same directory";
     it = held_.erase(it);

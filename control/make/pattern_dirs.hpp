@@ -5,6 +5,7 @@
 // making, or has just made, a volume there. One instance is shared by every worker.
 // Instances sharing a root (a network share) can still race each other.
 #pragma once
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -17,8 +18,11 @@
 
 class PatternDirs {
  public:
+  // Is a clone's copy being made for volume `pv` (queued, running, or done and not yet told)?
+  using Copying = std::function<bool(const std::string& pv)>;
+
   // All must outlive this. `created`: as VolumeMaker's (PVs made whose watch event has not come).
-  PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created);
+  PatternDirs(const DirGuard* guard, const Informer<Volume>* volumes, const NameSet* created, Copying copying);
 
   // Reserves the directory at `path` for volume `pv` of a claim in namespace `ns` until Finish.
   // "" when it is free; else what the claim's user is told: the PV that names it (with how to
@@ -26,8 +30,9 @@ class PatternDirs {
   // claim is being provisioned there. Thread-safe.
   std::string Begin(const std::string& path, const std::string& pv, const std::string& ns);
 
-  // The attempt of Begin ended: `made` (its PV created) keeps the reservation until the PV is
-  // in the cache or gone (later Begins tell); otherwise it is dropped. Thread-safe.
+  // The attempt of Begin ended: `made` (its PV created, or its clone being copied) keeps the
+  // reservation until the PV is in the cache or gone, or the copy ends without one (later
+  // Begins tell); otherwise it is dropped. Thread-safe.
   void Finish(const std::string& path, const std::string& pv, bool made);
 
   // The PV in the cache, other than `pv`, whose recorded quota (kQuota annotation) is `quota`
@@ -43,6 +48,7 @@ class PatternDirs {
   const DirGuard* guard_;
   const Informer<Volume>* volumes_;
   const NameSet* created_;
+  Copying copying_;
   std::mutex mu_;
   std::map<std::string, Entry> held_;  // by path
 };

@@ -64,7 +64,7 @@ Outcome Provisioner::Sync(WorkerApi& w, const std::string& key, const Claim& cla
       recorder_->Warning(InvolvedOf(claim), a.reason, a.message);
       return a.retry ? Outcome::Retry() : Outcome::Done();
     case Action::kProvision:
-      if (a.path_pattern && a.source.claim.empty()) return ProvisionPattern(w, claim, a);
+      if (a.path_pattern) return ProvisionPattern(w, claim, a);
       return a.source.claim.empty() || !cloning_ ? Provision(w, claim, a) : cloning_->Provision(w, claim, a);
     default:
       return Outcome::Done();
@@ -90,8 +90,11 @@ Outcome Provisioner::ProvisionPattern(WorkerApi& w, const Claim& claim, const Ac
   }
   if (std::string held = dirs_->Begin(path, pv, claim.meta.namespace_); !held.empty())
     return maker_->Failed(w, claim, "cannot use the directory " + path + ": " + held);
-  Outcome o = Provision(w, claim, a);
-  dirs_->Finish(path, pv, created_->Contains(pv) || volumes_->Get(pv).has_value());
+  // A clone goes through the same reservation: its copy is built beside the directory and
+  // renamed into place, which must never be inside or around another volume's.
+  const bool clone = !a.source.claim.empty() && cloning_;
+  Outcome o = clone ? cloning_->Provision(w, claim, a) : Provision(w, claim, a);
+  dirs_->Finish(path, pv, created_->Contains(pv) || volumes_->Get(pv).has_value() || (clone && cloning_->Copying(pv)));
   return o;
 }
 

@@ -13,83 +13,11 @@
 #include <memory>
 
 #include "test/support/nodes_harness.hpp"
+#include "test/support/tenants.hpp"
 
 using namespace harness;
 using std::chrono::seconds;
 
-namespace {
-
-// Runs a shell command as uid/gid 1000 (a pod's user); its exit code.
-int AsTenant(const std::string& command) {
-  const std::string quoted = "'" + command + "'";
-  return std::system(("setpriv --reuid=1000 --regid=1000 --clear-groups sh -c " + quoted + " >/dev/null 2>&1").c_str()) == 0
-             ? 0
-             : 1;
-}
-
-// A claim in `ns` with labels and annotations.
-std::string Claim(const std::string& ns, const std::string& name, const std::string& cls,
-                  const std::map<std::string, std::string>& labels = {}, const std::map<std::string, std::string>& annotations = {}) {
-  std::string yaml = ClaimYaml(ns, name, cls, "64Mi");
-  std::string lines;
-  if (!labels.empty()) lines += "\n  labels:";
-  for (const auto& [k, v] : labels) lines += "\n    " + k + ": \"" + v + "\"";
-  if (!annotations.empty()) lines += "\n  annotations:";
-  for (const auto& [k, v] : annotations) lines += "\n    " + k + ": \"" + v + "\"";
-  yaml.replace(yaml.find("\n  namespace:"), 0, lines);
-  return yaml;
-}
-
-std::string Pattern(const std::string& pattern, const std::string& more = "") {
-  return "  pathPattern: \"" + pattern + "\"\n" + more;
-}
-
-// One instance on one root, tenants in several namespaces.
-struct Tenants {
-  TempDir tmp;
-  std::string pv_dir = tmp.path() + "/pv";
-  std::unique_ptr<FakeApi> api = std::make_unique<FakeApi>(tmp.path() + "/api");
-  std::unique_ptr<Provisioner> prov;
-  explicit Tenants(const std::vector<std::string>& classes) {
-    ::chmod(tmp.path().c_str(), 0755);  // uid 1000 reaches the volumes, as a pod through its mount
-    ::mkdir(pv_dir.c_str(), 0755);
-    for (const std::string& c : classes) api->CreateYaml(c);
-    for (const char* ns : {"a", "b", "a-b"}) api->CreateYaml(std::string("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: ") + ns + "\n");
-    prov = std::make_unique<Provisioner>(*api, pv_dir);
-  }
-  std::string Phase(const std::string& ns, const std::string& name) { return harness::Phase(api->Claim(ns, name)); }
-  bool WaitBound(const std::string& ns, const std::string& name) {
-    return Eventually([&] { return Phase(ns, name) == "Bound"; });
-  }
-  bool WaitEvent(const std::string& ns, const std::string& name, const std::string& reason, const std::string& part) {
-    return Eventually([&] { return !Events(ns, name, reason, part).empty(); });
-  }
-  std::string Events(const std::string& ns, const std::string& name, const std::string& reason, const std::string& part = "") {
-    std::string all;
-    for (const auto& e : api->EventsAbout(ns, name))
-      if (e.get("reason").to_str() == reason && e.get("message").to_str().find(part) != std::string::npos)
-        all += e.get("message").to_str() + "\n";
-    return all;
-  }
-  void Delete(const std::string& ns, const std::string& name) {
-    REQUIRE(api->Delete("/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name).code == 200);
-  }
-  // Deletes the claim and waits until its volume is gone too.
-  void DeleteBound(const std::string& ns, const std::string& name) {
-    const std::string pv = api->Claim(ns, name).get("spec").get("volumeName").to_str();
-    Delete(ns, name);
-    REQUIRE(Eventually([&] { return !api->Volume(pv).is<picojson::object>(); }));
-  }
-  // Kept data of a namespace, written by its tenant (as an older version, or a pattern allowed
-  // then, left it): dir/secret.txt, mode 0700 like a careful tenant's.
-  void KeptData(const std::string& dir) {
-    const std::string path = pv_dir + "/" + dir;
-    REQUIRE(std::system(("mkdir -p " + path + " && chown 1000:1000 " + path + " && chmod 0700 " + path).c_str()) == 0);
-    REQUIRE(AsTenant("echo secret > " + path + "/secret.txt") == 0);
-  }
-};
-
-}  // namespace
 
 TEST_CASE("kept apart: a pattern that could cross namespaces is refused, and the other namespace's data is untouched",
           "[e2e][pattern][namespaces]") {
@@ -110,8 +38,8 @@ TEST_CASE("kept apart: a pattern that could cross namespaces is refused, and the
   for (const Row& r : rows) {
     DYNAMIC_SECTION(r.what) {
       Tenants t({ClassYaml("unsafe", "Delete", "hostpath-provisioner.io/hostpath", Pattern(r.pattern))});
-      t.KeptData(r.kept);
-      t.api->CreateYaml(Claim(r.ns, r.claim, "unsafe", r.labels));
+      t.TenantData(r.kept);
+      t.api->CreateYaml(TenantClaim(r.ns, r.claim, "unsafe", r.labels));
       REQUIRE(t.WaitEvent(r.ns, r.claim, "ProvisioningFailed", "StorageClass unsafe: parameter pathPattern"));
       const std::string told = t.Events(r.ns, r.claim, "ProvisioningFailed");
       CHECK_THAT(told, Catch::Contains("does not start with \"${.PVC.namespace}/\""));
@@ -120,7 +48,7 @@ TEST_CASE("kept apart: a pattern that could cross namespaces is refused, and the
       CHECK_THAT(told, !Catch::Contains("files and directories"));  // nothing said of what is there
       CHECK_THAT(t.prov->Log(), Catch::Contains("StorageClass unsafe"));
       CHECK(t.Phase(r.ns, r.claim) == "Pending");
-      t.Delete(r.ns, r.claim);
+      t.DeleteClaim(r.ns, r.claim);
       // Still the owner's, as it was, with its file.
       struct stat st {};
       REQUIRE(::stat((t.pv_dir + "/" + r.kept).c_str(), &st) == 0);
@@ -136,16 +64,16 @@ TEST_CASE("kept apart: two namespace-first classes on one root keep each namespa
   Tenants t({ClassYaml("keep", "Delete", "hostpath-provisioner.io/hostpath",
                        Pattern("${.PVC.namespace}/${.PVC.name}", "  onDelete: retain\n")),
              ClassYaml("by-app", "Delete", "hostpath-provisioner.io/hostpath", Pattern("${.PVC.namespace}/${.PVC.labels.app}"))});
-  t.api->CreateYaml(Claim("a", "shop", "keep"));
+  t.api->CreateYaml(TenantClaim("a", "shop", "keep"));
   REQUIRE(t.WaitBound("a", "shop"));
   REQUIRE(AsTenant("echo secret > " + t.pv_dir + "/a/shop/secret.txt") == 0);
-  t.DeleteBound("a", "shop");
+  t.DeleteClaim("a", "shop");
   // Namespace b's claim with the label app=shop: its own, new, empty directory b/shop.
-  t.api->CreateYaml(Claim("b", "thief", "by-app", {{"app", "shop"}}));
+  t.api->CreateYaml(TenantClaim("b", "thief", "by-app", {{"app", "shop"}}));
   REQUIRE(t.WaitBound("b", "thief"));
   CHECK(ListDir(t.pv_dir + "/b/shop").empty());
   CHECK(t.Events("b", "thief", "Reattached").empty());
-  t.Delete("b", "thief");
+  t.DeleteClaim("b", "thief");
   REQUIRE(Eventually([&] { return !Exists(t.pv_dir + "/b/shop"); }));
   CHECK(ReadFile(t.pv_dir + "/a/shop/secret.txt") == "secret\n");
 }
@@ -155,19 +83,19 @@ TEST_CASE("kept apart: sharing across namespaces is the class's explicit choice,
   const std::string shared = Pattern("shared.data/${.PVC.labels.app}", "  sharedAcrossNamespaces: \"true\"\n  onDelete: retain\n");
   Tenants t({ClassYaml("team", "Delete", "hostpath-provisioner.io/hostpath", shared),
              ClassYaml("keep", "Delete", "hostpath-provisioner.io/hostpath", Pattern("${.PVC.namespace}/${.PVC.name}"))});
-  t.api->CreateYaml(Claim("a", "cache", "team", {{"app", "cache"}}));
+  t.api->CreateYaml(TenantClaim("a", "cache", "team", {{"app", "cache"}}));
   REQUIRE(t.WaitBound("a", "cache"));
   CHECK(Exists(t.pv_dir + "/shared.data/cache"));
   REQUIRE(AsTenant("echo from-a > " + t.pv_dir + "/shared.data/cache/note.txt") == 0);
-  t.DeleteBound("a", "cache");
-  t.api->CreateYaml(Claim("b", "cache", "team", {{"app", "cache"}}));
+  t.DeleteClaim("a", "cache");
+  t.api->CreateYaml(TenantClaim("b", "cache", "team", {{"app", "cache"}}));
   REQUIRE(t.WaitBound("b", "cache"));
   CHECK(t.WaitEvent("b", "cache", "Reattached", "shared.data/cache"));
   CHECK(ReadFile(t.pv_dir + "/shared.data/cache/note.txt") == "from-a\n");
   // A pattern marked shared that does not start with such text is refused.
   t.api->CreateYaml(ClassYaml("loose", "Delete", "hostpath-provisioner.io/hostpath",
                               Pattern("${.PVC.labels.app}", "  sharedAcrossNamespaces: \"true\"\n")));
-  t.api->CreateYaml(Claim("b", "loose", "loose", {{"app", "a"}}));
+  t.api->CreateYaml(TenantClaim("b", "loose", "loose", {{"app", "a"}}));
   CHECK(t.WaitEvent("b", "loose", "ProvisioningFailed", "first part must be plain text with a \".\""));
 }
 
@@ -201,7 +129,7 @@ TEST_CASE("kept apart: a directory that is a mount point is never a volume's", "
     ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
   } unmount{disk};
   WriteFile(disk + "/keep.txt", "admin's\n");
-  t.api->CreateYaml(Claim("default", "fast", "keep"));
+  t.api->CreateYaml(TenantClaim("default", "fast", "keep"));
   const bool told = t.WaitEvent("default", "fast", "ProvisioningFailed", "is a mount point");
   CHECK(t.Phase("default", "fast") == "Pending");
   struct stat st {};
@@ -227,7 +155,7 @@ TEST_CASE("kept apart: a volume on every node never joins, nor removes, a direct
     n.api->RegisterNode(node);
     n.StartShared(node);
   }
-  n.api->CreateYaml(Claim("default", "x", "local", {{"group", "t"}}, {{"hostpath-provisioner.io/node", "node-b"}}));
+  n.api->CreateYaml(TenantClaim("default", "x", "local", {{"group", "t"}}, {{"hostpath-provisioner.io/node", "node-b"}}));
   REQUIRE(n.WaitBound("x"));
   const std::string inner = n.Root("node-b") + "/default/t/x";
   REQUIRE(Exists(inner));
@@ -236,7 +164,7 @@ TEST_CASE("kept apart: a volume on every node never joins, nor removes, a direct
   struct stat before {};
   REQUIRE(::stat((n.Root("node-b") + "/default/t").c_str(), &before) == 0);
 
-  n.api->CreateYaml(Claim("default", "all", "everywhere", {{"group", "t"}}));
+  n.api->CreateYaml(TenantClaim("default", "all", "everywhere", {{"group", "t"}}));
   REQUIRE(n.WaitBound("all"));
   const std::string pv = n.VolumeOf("all");
   // node-a holds it; node-b says why it does not, and leaves default/t as it was.
@@ -261,16 +189,16 @@ TEST_CASE("kept apart: a volume on every node never joins, nor removes, a direct
 TEST_CASE("kept apart: manifests/classes/keep-data.yaml as the README shows it: a claim made again gets its files",
           "[e2e][pattern]") {
   Tenants t({ReadFile("manifests/classes/keep-data.yaml")});
-  t.api->CreateYaml(Claim("a", "db", "hostpath-keep"));
+  t.api->CreateYaml(TenantClaim("a", "db", "hostpath-keep"));
   REQUIRE(t.WaitBound("a", "db"));
   REQUIRE(AsTenant("echo rows > " + t.pv_dir + "/a/db/table.txt") == 0);
-  t.DeleteBound("a", "db");
+  t.DeleteClaim("a", "db");
   CHECK(ReadFile(t.pv_dir + "/a/db/table.txt") == "rows\n");
-  t.api->CreateYaml(Claim("a", "db", "hostpath-keep"));
+  t.api->CreateYaml(TenantClaim("a", "db", "hostpath-keep"));
   REQUIRE(t.WaitBound("a", "db"));
   CHECK(t.WaitEvent("a", "db", "Reattached", t.pv_dir + "/a/db (1 files and directories"));
   // Another namespace's claim of that name: a new, empty directory of its own.
-  t.api->CreateYaml(Claim("b", "db", "hostpath-keep"));
+  t.api->CreateYaml(TenantClaim("b", "db", "hostpath-keep"));
   REQUIRE(t.WaitBound("b", "db"));
   CHECK(ListDir(t.pv_dir + "/b/db").empty());
 }
@@ -282,7 +210,7 @@ TEST_CASE("kept apart: a refusal does not name another namespace's claim", "[e2e
     "metadata":{"name":"pvc-old"},"spec":{"capacity":{"storage":"1Gi"},"accessModes":["ReadWriteOnce"],
     "persistentVolumeReclaimPolicy":"Retain","storageClassName":"keep","hostPath":{"path":")" + t.pv_dir + R"(/b/shop"},
     "claimRef":{"namespace":"a","name":"secret-project","uid":"1234"}}})").code == 201);
-  t.api->CreateYaml(Claim("b", "shop", "keep"));
-  REQUIRE(t.WaitEvent("b", "shop", "ProvisioningFailed", "PersistentVolume pvc-old (another namespace's claim,"));
+  t.api->CreateYaml(TenantClaim("b", "shop", "keep"));
+  REQUIRE(t.WaitEvent("b", "shop", "ProvisioningFailed", "PersistentVolume pvc-old (not of this namespace's claims) uses a directory at " + t.pv_dir + "/b/shop"));
   CHECK_THAT(t.Events("b", "shop", "ProvisioningFailed"), !Catch::Contains("secret-project"));
 }
