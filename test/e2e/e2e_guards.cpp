@@ -127,7 +127,7 @@ TEST_CASE("pathPattern: a directory around another volume's, or inside one, is r
   REQUIRE(Eventually([&] { return HasEvent(c.api, "shop", "around", "ProvisioningFailed", "PersistentVolume " + inner_pv); }));
   INFO(EventLines(c.api, "shop", "around"));
   CHECK(HasEvent(c.api, "shop", "around", "ProvisioningFailed",
-                 "(claim shop/data, Bound) uses " + inner_dir + ", which overlaps " + c.pv_dir + "/shop/data"));
+                 "(claim shop/data, Bound) uses " + inner_dir + ", inside " + c.pv_dir + "/shop/data"));
   CHECK(Phase(c.api.Claim("shop", "around")) == "Pending");
   // Deleting the refused claim takes nothing with it.
   REQUIRE(c.api.Delete(ClaimsOf("shop") + "around").code == 200);
@@ -142,7 +142,7 @@ TEST_CASE("pathPattern: a directory around another volume's, or inside one, is r
   c.api.CreateYaml(ClaimWith("shop", "assets", "inner", "64Mi", {{"group", "web"}}));
   REQUIRE(Eventually([&] { return HasEvent(c.api, "shop", "assets", "ProvisioningFailed", "PersistentVolume " + outer_pv); }));
   CHECK(HasEvent(c.api, "shop", "assets", "ProvisioningFailed",
-                 "uses " + c.pv_dir + "/shop/web, which overlaps " + c.pv_dir + "/shop/web/assets"));
+                 "uses " + c.pv_dir + "/shop/web, around " + c.pv_dir + "/shop/web/assets"));
   CHECK(Phase(c.api.Claim("shop", "assets")) == "Pending");
   CHECK_FALSE(Exists(c.pv_dir + "/shop/web/assets"));
   CHECK(ReadFile(c.pv_dir + "/shop/web/index.html") == "<h1>shop</h1>\n");
