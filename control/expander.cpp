@@ -138,8 +138,18 @@ std::string Expander::Fits(const Claim& claim, const Volume& v, const Expansion&
 Status Expander::RaiseLimit(const Volume& v, const Expansion& e) const {
   auto recorded = v.meta.annotations.find(ann::kQuota);
   if (recorded == v.meta.annotations.end()) return Status::Ok();
+  // A directory annotation edited by hand (".archive", "Shop_Data") names no volume's
+  // directory: no limit is touched, and the user is told which annotation to put back.
+  const std::string dir = VolumeDirOf(v);
+  if (dir.empty()) {
+    auto named = v.meta.annotations.find(ann::kDirName);
+    if (named == v.meta.annotations.end()) return Status::Invalid("cannot work out this volume's directory (claimRef missing)");
+    return Status::Invalid("annotation " + std::string(ann::kDirName) + "=\"" + named->second +
+                           "\" is not a path a pathPattern makes (names joined by \"/\"); no limit is changed until "
+                           "it names the volume's directory again");
+  }
   std::string leaf;
-  Result<Roots::Ref> root = roots_->Place(e.root, VolumeDirOf(v), false, &leaf);
+  Result<Roots::Ref> root = roots_->Place(e.root, dir, false, &leaf);
   if (!root.ok()) return root.status();
   return GrowVolumeDir(**root, leaf, ParseQuotaId(recorded->second), static_cast<uint64_t>(e.bytes));
 }

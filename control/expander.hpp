@@ -35,6 +35,8 @@ class Expander {
   // A volume on every node that this node does not hold is expanded by its holders: when none
   // exists any more, the user is told (once). A shared volume named as another node's is
   // expanded by that node's instance; if that node is gone, this one takes it over first.
+  // A volume with an enforced size whose directory annotation (kDirName) is not a path a
+  // pathPattern makes (edited by hand) is not grown: the Warning names the annotation.
   Outcome Sync(WorkerApi& w, const Claim& claim, const StorageClass* sc);
 
   enum class Next { kDone, kRetry, kNoRoom };  // kNoRoom: retried, and at once when space frees up

@@ -275,8 +275,13 @@ TEST_CASE("clone refusals say why, and a clone waits for a source that is not th
 // PV controller on a real cluster: the claim's volumeName first, a moment later its volume
 // and its phase (the fake's own PV controller makes these writes back to back). Its class is
 // nobody's, so that it stays Pending until then.
+// Its source bound as on a real cluster: the PV first (the provisioner sees it Bound while its
+// claim is still Pending), the claim's Bound phase last, no PV write after it. Only the claim's
+// event can wake the clone then (issue 53: with the fake binding both sides in one round, the
+// PV's event woke it too, and the test passed without the claim's wake-up).
 TEST_CASE("a clone is made as soon as its source binds, however long it waited", "[e2e][clone]") {
   Cluster c;
+  REQUIRE(c.api.Call("POST", "/fake/hold-claim-binding?on=true").code == 200);
   Provisioner p(c.api, c.pv_dir);
   c.api.CreateYaml(ClassYaml("nobody", "Delete", "example.com/none"));
   c.api.CreateYaml(ClaimYaml("default", "src", "nobody", "1Gi"));
@@ -288,9 +293,6 @@ TEST_CASE("a clone is made as soon as its source binds, however long it waited",
   const std::string uid = c.api.Claim("default", "src").get("metadata").get("uid").to_str();
   const std::string pv = "pvc-" + uid, dir = c.pv_dir + "/default-src-" + pv;
   const int tries = c.Times("copy", waits);
-  REQUIRE(c.api.Call("PATCH", "/api/v1/namespaces/default/persistentvolumeclaims/src",
-                     R"({"spec":{"volumeName":")" + pv + R"("}})", "application/merge-patch+json").code == 200);
-  REQUIRE(Eventually([&] { return c.Times("copy", waits) > tries; }));  // looked at, still Pending
   // The source's volume, as this provisioner makes one, with what a pod wrote.
   ::mkdir(dir.c_str(), 0777);
   WriteFile(dir + "/hello.txt", "written before the clone\n");
@@ -299,6 +301,13 @@ TEST_CASE("a clone is made as soon as its source binds, however long it waited",
                    "  capacity:\n    storage: 1Gi\n  accessModes: [ReadWriteOnce]\n  storageClassName: nobody\n"
                    "  persistentVolumeReclaimPolicy: Retain\n  hostPath:\n    path: " + dir + "\n    type: Directory\n"
                    "  claimRef:\n    namespace: default\n    name: src\n    uid: " + uid + "\n");
+  // The PV is Bound; its event wakes the clone, which finds the claim still Pending.
+  REQUIRE(Eventually([&] { return Phase(c.api.Volume(pv)) == "Bound"; }));
+  REQUIRE(Eventually([&] { return c.Times("copy", waits) > tries; }));
+  CHECK(Phase(c.api.Claim("default", "src")) == "Pending");
+  // The claim's side: volumeName, then phase Bound; nothing writes the PV after.
+  const std::string pv_version = c.api.Volume(pv).get("metadata").get("resourceVersion").to_str();
+  REQUIRE(c.api.Call("POST", "/fake/hold-claim-binding?on=false").code == 200);
   REQUIRE(c.WaitBound("src"));
   const auto bound = std::chrono::steady_clock::now();
   // Generous for a busy machine, and still shorter than the backoff the clone was in.
@@ -307,6 +316,7 @@ TEST_CASE("a clone is made as soon as its source binds, however long it waited",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - bound).count(), c.Times("copy", waits));
   INFO(c.Messages("copy") << p.Log());
   REQUIRE(made);
+  CHECK(c.api.Volume(pv).get("metadata").get("resourceVersion").to_str() == pv_version);
   CHECK(ReadFile(c.DirOf("copy") + "/hello.txt") == "written before the clone\n");
   CHECK(c.Typed("copy", "Warning", "ProvisioningFailed") == 0);
 }

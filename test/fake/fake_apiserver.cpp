@@ -1071,6 +1071,13 @@ std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request& req, 
     return ok(done);
   }
   if (req.method == "POST" && p == "/fake/compact") return Compact(), ok(done);
+  if (req.method == "POST" && p == "/fake/hold-claim-binding") {
+    const std::string on = req.get_param_value("on");
+    if (on != "true" && on != "false") return bad("on must be true or false");
+    Store::Lock l(store_);
+    ctl_.HoldClaimSide(on == "true");
+    return ok(done);
+  }
   if (req.method == "POST" && p == "/fake/pause") return Pause(std::atof(req.get_param_value("seconds").c_str())), ok(done);
   if (req.method == "POST" && p == "/fake/delay") return SetDelayMs(std::atoi(req.get_param_value("ms").c_str())), ok(done);
   if (req.method == "POST" && p == "/fake/extra-work") {

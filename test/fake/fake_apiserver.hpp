@@ -32,6 +32,8 @@
 //        code 0 (with delayMs): they are held back delayMs, then carried out as usual
 //   POST /fake/clear-faults  disarms every fault not yet taken
 //   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
+//   POST /fake/hold-claim-binding?on=true|false  the PV controller binds a volume's side only,
+//        and the claims' sides when turned off (PvController::HoldClaimSide)
 //   POST /fake/reset-connections  every connection is dropped once this answer is sent (no
 //        close_notify), as when the API server restarts; the state is kept
 //   POST /fake/rotate-token (new DIR/serviceaccount/token by rename; the old token is revoked)

@@ -20,6 +20,11 @@ bool PvController::Drain() {
   return any;
 }
 
+void PvController::HoldClaimSide(bool on) {
+  hold_claim_side_ = on;
+  if (!on) ResyncAll();  // the claims left waiting find their volume (pre-bound to them) and bind
+}
+
 void PvController::ResyncAll() {
   unbound_.clear();
   by_claim_.clear();
@@ -297,6 +302,7 @@ void PvController::Bind(JsonRef pv, JsonRef claim) {
     st["lastPhaseTransitionTime"] = Json(NowRfc3339());
     pv = s_.Commit("persistentvolumes", std::move(next));
   }
+  if (hold_claim_side_) return;
   if (Str(*claim, {"spec", "volumeName"}) != pv_name || Annotation(*claim, kBindCompleted) != "yes") {
     Json next = *claim;
     if (Str(next, {"spec", "volumeName"}) != pv_name) {

@@ -31,6 +31,14 @@ class PvController {
   // when there was any.
   bool Drain();
 
+  // While on, a bind does the volume's side only (claimRef, phase Bound) and leaves the
+  // claim's (volumeName and annotations, then phase Bound) until it is turned off, which binds
+  // the claims left waiting: their writes only, none to a volume after them. The real
+  // controller writes both sides in one sync, and a watcher receives the volume's events first;
+  // the fake makes all its writes in one round, which a provisioner's two watches may receive
+  // in either order: a test that must see a volume Bound before its claim turns this on.
+  void HoldClaimSide(bool on);
+
  private:
   // A resource the controller follows.
   struct Watched {
@@ -92,6 +100,7 @@ class PvController {
                          {"persistentvolumeclaims", Feed(s_.bucket("persistentvolumeclaims"))},
                          {"persistentvolumes", Feed(s_.bucket("persistentvolumes"))},
                          {"pods", Feed(s_.bucket("pods"))}};
+  bool hold_claim_side_ = false;
   std::set<std::string> emitted_;  // uid/reason of the events recorded, while the claim exists
   std::vector<std::string> pending;  // scratch
   std::set<std::string> unbound_;                         // volumes without claimRef

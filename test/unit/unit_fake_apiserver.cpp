@@ -284,6 +284,36 @@ TEST_CASE("the PV controller binds a provisioned volume and releases it when the
   }
 }
 
+// /fake/hold-claim-binding: the volume's side of a bind now, the claim's when released, with no
+// volume write after it (as a provisioner watching a real cluster sees a bind).
+TEST_CASE("the PV controller holding the claims' side of binds: the volume Bound first, the claim when released") {
+  Server s;
+  REQUIRE(Admin(s.api, "POST", "/apis/storage.k8s.io/v1/storageclasses", kClass).code == 201);
+  REQUIRE(Admin(s.api, "POST", "/fake/hold-claim-binding?on=maybe", "").code == 400);
+  REQUIRE(Admin(s.api, "POST", "/fake/hold-claim-binding?on=true", "").code == 200);
+  Reply claim = Admin(s.api, "POST", kPvcs, Pvc("c1"));
+  REQUIRE(claim.code == 201);
+  const std::string uid = Str(claim.body, {"metadata", "uid"}), pv = "pvc-" + uid;
+  REQUIRE(Admin(s.api, "POST", kPvs, Pv(pv, R"(,"claimRef":{"namespace":"default","name":"c1","uid":")" + uid + "\"}")).code == 201);
+  // The fake's controllers run after a round of answers: read until their writes are in.
+  auto until = [&](const std::function<bool()>& done) {
+    for (int i = 0; i < 500 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return done();
+  };
+  REQUIRE(until([&] { return Str(Admin(s.api, "GET", kPvs + "/" + pv).body, {"status", "phase"}) == "Bound"; }));
+  Json pending = Admin(s.api, "GET", kPvcs + "/c1").body;
+  CHECK(Str(pending, {"status", "phase"}) == "Pending");
+  CHECK(Str(pending, {"spec", "volumeName"}).empty());
+  const std::string pv_version = Str(Admin(s.api, "GET", kPvs + "/" + pv).body, {"metadata", "resourceVersion"});
+
+  REQUIRE(Admin(s.api, "POST", "/fake/hold-claim-binding?on=false", "").code == 200);
+  REQUIRE(until([&] { return Str(Admin(s.api, "GET", kPvcs + "/c1").body, {"status", "phase"}) == "Bound"; }));
+  Json bound = Admin(s.api, "GET", kPvcs + "/c1").body;
+  CHECK(Str(bound, {"spec", "volumeName"}) == pv);
+  CHECK(fake::Annotation(bound, "pv.kubernetes.io/bind-completed") == "yes");
+  CHECK(Str(Admin(s.api, "GET", kPvs + "/" + pv).body, {"metadata", "resourceVersion"}) == pv_version);
+}
+
 TEST_CASE("claims: default class, WaitForFirstConsumer, static binding") {
   Server s;
   std::string def = R"({"metadata":{"name":"def","annotations":{"storageclass.kubernetes.io/is-default-class":"true"}},"provisioner":"example.com/hostpath","volumeBindingMode":"WaitForFirstConsumer"})";

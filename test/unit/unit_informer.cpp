@@ -1,8 +1,11 @@
 // Informer against the fake API server: a dropped watch resumes from the resourceVersion of
 // the last event it applied, not from the list's (which would replay events, and after a
-// compaction force a 410 and a full relist).
+// compaction force a 410 and a full relist). Two label selections into one cache: an object
+// moving between them is held once, and a removal from one while the other holds it hands the
+// handler the object, not "gone", whichever half of the move comes first.
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <mutex>
 #include <set>
@@ -139,5 +142,81 @@ TEST_CASE("an informer of two label selections holds each object once, as its la
   REQUIRE(Eventually([&] { return label_of("moving") == ""; }));
   CHECK(Eventually([&] { return pvs.Size() == 2; }));
   CHECK(label_of("other") == "");
+  pvs.Stop();
+}
+
+// Issue 53, 5: a move whose addition to one selection comes before its removal from the other
+// is no removal: the handler is told the object as the other selection holds it (the
+// controller would otherwise forget the volume, and its size). The "no label" selection's
+// thread is held in the handler (on an event about another PV) until the addition is in.
+TEST_CASE("an object that moved between two selections is handed to the handler, not reported gone, when its removal comes last") {
+  Server s;
+  for (const char* name : {"moving", "gate"}) REQUIRE(Admin(s.api, "POST", fake_test::kPvs, fake_test::Pv(name)).code == 201);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool hold = false, holding = false;
+  std::vector<std::pair<std::string, std::string>> calls;  // (key, label now; "-" when gone)
+  Informer<Volume> pvs("PersistentVolumes", api::kVolumes, nullptr, fake_test::EndpointOf(s.api),
+                       [&](const std::string& key, const Volume* now) {
+                         std::unique_lock<std::mutex> l(mu);
+                         std::string label = "-";
+                         if (now != nullptr) label = now->meta.labels.count("node") ? now->meta.labels.at("node") : "";
+                         calls.emplace_back(key, label);
+                         if (key == "gate" && hold) {
+                           holding = true;
+                           cv.notify_all();
+                           cv.wait(l, [&] { return !hold; });
+                         }
+                       });
+  pvs.SetSelections({"node in (a)", "!node"});
+  REQUIRE(pvs.Start().ok());
+  REQUIRE(Eventually([&] { return pvs.Synced(); }));
+  // The fake's PV controller writes each new PV's phase once: wait for those writes first.
+  auto phase = [&](const std::string& name) {
+    std::optional<Volume> v = pvs.Get(name);
+    return v ? v->phase : "";
+  };
+  REQUIRE(Eventually([&] { return phase("moving") == "Available" && phase("gate") == "Available"; }));
+  auto patch = [&](const std::string& name, const std::string& metadata) {
+    return Admin(s.api, "PATCH", std::string(fake_test::kPvs) + "/" + name, R"({"metadata":)" + metadata + "}",
+                 "application/merge-patch+json")
+        .code;
+  };
+  {
+    std::lock_guard<std::mutex> l(mu);
+    hold = true;
+  }
+  REQUIRE(patch("gate", R"({"annotations":{"touched":"yes"}})") == 200);
+  REQUIRE(Eventually([&] {
+    std::lock_guard<std::mutex> l(mu);
+    return holding;
+  }));
+  // "moving" gets the label: added to the first selection (its thread runs), and its removal
+  // from the second waits behind the held event.
+  REQUIRE(patch("moving", R"({"labels":{"node":"a"}})") == 200);
+  size_t added = 0;
+  REQUIRE(Eventually([&] {
+    std::lock_guard<std::mutex> l(mu);
+    for (size_t i = 0; i < calls.size(); ++i)
+      if (calls[i] == std::make_pair(std::string("moving"), std::string("a"))) added = i + 1;
+    return added > 0;
+  }));
+  {
+    std::lock_guard<std::mutex> l(mu);
+    hold = false;
+  }
+  cv.notify_all();
+  // The removal from the second selection: the handler is told the object, labelled "a".
+  std::vector<std::string> after;
+  REQUIRE(Eventually([&] {
+    std::lock_guard<std::mutex> l(mu);
+    after.clear();
+    for (size_t i = added; i < calls.size(); ++i)
+      if (calls[i].first == "moving") after.push_back(calls[i].second);
+    return !after.empty();
+  }));
+  CHECK(after == std::vector<std::string>{"a"});
+  CHECK(Eventually([&] { return pvs.Size() == 2; }));
+  CHECK(pvs.Get("moving").has_value());
   pvs.Stop();
 }
