@@ -1,0 +1,129 @@
+// Attacks on archives (onDelete: archive and its expiry pass, the removal of a btrfs volume
+// whose limits are lifted first) and on node-aware dispatch, by a reviewer who did not write
+// them, reproduced with the real binary against the fake API server. Each case states what the
+// actor does and what the promise (../shared/THREATS.md) says should hold.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <linux/btrfs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test/support/harness.hpp"
+#include "test/support/loopfs.hpp"
+
+using namespace harness;
+using std::chrono::seconds;
+
+namespace {
+
+const std::string kClaimsAt = "/api/v1/namespaces/default/persistentvolumeclaims/";
+
+// As user 1000 (a pod's user): makes the btrfs subvolume dir/name, writes a file in it, then
+// makes it read-only (BTRFS_IOC_SUBVOL_SETFLAGS, which `btrfs property set <path> ro true`
+// calls: btrfs lets a subvolume's owner set it, no capability needed). 0 or the errno.
+int ReadOnlySubvolumeAsUser(const std::string& dir, const std::string& name) {
+  if (int e = MakeSubvolumeAsUser(dir, name); e != 0) return e;
+  int result[2];
+  if (pipe(result) != 0) return errno;
+  pid_t pid = fork();
+  if (pid == 0) {
+    int err = 0;
+    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
+    const std::string file = dir + "/" + name + "/kept-by-me";
+    int f = err != 0 ? -1 : open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (f < 0 && err == 0) err = errno;
+    if (f >= 0) {
+      if (write(f, "mine\n", 5) != 5) err = errno;
+      close(f);
+    }
+    int fd = err != 0 ? -1 : open((dir + "/" + name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && err == 0) err = errno;
+    uint64_t flags = BTRFS_SUBVOL_RDONLY;
+    if (fd >= 0 && ioctl(fd, BTRFS_IOC_SUBVOL_SETFLAGS, &flags) != 0) err = errno;
+    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
+  }
+  close(result[1]);
+  int err = EIO;
+  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
+  close(result[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return err;
+}
+
+std::string Events(FakeApi& api, const std::string& name) {
+  std::string out;
+  for (const auto& e : api.EventsAbout("default", name)) out += e.get("reason").to_str() + ": " + e.get("message").to_str() + "\n";
+  return out;
+}
+
+}  // namespace
+
+// Promise 7 (every delete finished) and 3 (an enforced size never blocks the volume's removal):
+// a tenant's pod (uid 1000) makes a subvolume in its btrfs volume, puts a file in it and makes
+// it read-only, as btrfs lets any subvolume's owner. The removal must still take the whole
+// volume; found: every unlink in it fails with EROFS, for ever.
+TEST_CASE("attack: a tenant's read-only subvolume inside its btrfs volume does not keep the volume from being deleted",
+          "[e2e][attack][archive][quota]") {
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  if (!fs.mounted) {
+    WARN("SKIPPED: " << fs.why);
+    return;
+  }
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath", "  quota: \"true\"\n"));
+  Provisioner p(api, fs.dir, {{"RESYNC_PERIOD", "1"}});
+  api.CreateYaml(ClaimYaml("default", "db", "limited", "8Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound"; }));
+  const std::string pv = api.Claim("default", "db").get("spec").get("volumeName").to_str();
+  const std::string dir = fs.dir + "/default-db-" + pv;
+  REQUIRE(ReadOnlySubvolumeAsUser(dir, "frozen") == 0);
+
+  REQUIRE(api.Delete(kClaimsAt + "db").code == 200);
+  const bool gone = Eventually([&] { return !Exists(dir) && !api.Volume(pv).is<picojson::object>(); }, seconds(60));
+  INFO(p.Log());
+  INFO(Events(api, pv));
+  CHECK(gone);
+  CHECK(ListDir(fs.dir).empty());
+  // Let the next test's loop device go (the ro flag keeps nothing mounted, but leave it clean).
+  if (Exists(dir + "/frozen")) LoopFs::Sh("btrfs property set -ts " + dir + "/frozen ro false");
+}
+
+// Promise 7 for archives: the same read-only subvolume in a volume archived for 2 s. The
+// archive is moved whole (a rename), but the expiry pass can never remove it: a warning every
+// RESYNC_PERIOD, the disk never freed.
+TEST_CASE("attack: a tenant's read-only subvolume inside an archived btrfs volume does not keep the archive from expiring",
+          "[e2e][attack][archive][quota]") {
+  TempDir tmp;
+  chmod(tmp.path().c_str(), 0755);
+  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
+  if (!fs.mounted) {
+    WARN("SKIPPED: " << fs.why);
+    return;
+  }
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  FakeApi api(tmp.path() + "/api");
+  api.CreateYaml(ClassYaml("limited-archive", "Delete", "hostpath-provisioner.io/hostpath",
+                           "  quota: \"true\"\n  onDelete: archive\n  archiveFor: 2s\n"));
+  Provisioner p(api, fs.dir, {{"RESYNC_PERIOD", "1"}});
+  api.CreateYaml(ClaimYaml("default", "db", "limited-archive", "8Mi"));
+  REQUIRE(Eventually([&] { return Phase(api.Claim("default", "db")) == "Bound"; }));
+  const std::string pv = api.Claim("default", "db").get("spec").get("volumeName").to_str();
+  const std::string dir = fs.dir + "/default-db-" + pv;
+  REQUIRE(ReadOnlySubvolumeAsUser(dir, "frozen") == 0);
+
+  REQUIRE(api.Delete(kClaimsAt + "db").code == 200);
+  REQUIRE(Eventually([&] { return !api.Volume(pv).is<picojson::object>(); }, seconds(60)));
+  REQUIRE(ListDir(fs.dir + "/.archive").size() == 1);
+  const std::string archive = fs.dir + "/.archive/" + ListDir(fs.dir + "/.archive")[0];
+  const bool removed = Eventually([&] { return p.Log().find("removed archive " + archive) != std::string::npos; }, seconds(60));
+  INFO(p.Log());
+  CHECK(removed);
+  CHECK(ListDir(fs.dir + "/.archive").empty());
+  if (Exists(archive + "/frozen")) LoopFs::Sh("btrfs property set -ts " + archive + "/frozen ro false");
+}
