@@ -11,8 +11,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test/support/fault_harness.hpp"
 #include "test/support/harness.hpp"
 #include "test/support/loopfs.hpp"
+#include "test/support/nodes_harness.hpp"
 
 using namespace harness;
 using std::chrono::seconds;
@@ -59,7 +61,53 @@ std::string Events(FakeApi& api, const std::string& name) {
   return out;
 }
 
+// The DaemonSet's RBAC without the Role and RoleBinding of the dispatch Lease (as the RBAC of
+// versions before the dispatcher, kept by an image-only upgrade), written to `dir`/rbac.yaml.
+std::string RbacWithoutLeaseRole(const std::string& dir) {
+  const std::string text = ReadFile("manifests/daemonset/rbac.yaml");
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find("\n---\n", start);
+    const std::string doc = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (doc.find("\nkind: Role\n") == std::string::npos && doc.find("\nkind: RoleBinding\n") == std::string::npos)
+      out += (out.empty() ? "" : "\n---\n") + doc;
+    if (end == std::string::npos) break;
+    start = end + 5;
+  }
+  REQUIRE(out != text);
+  WriteFile(dir + "/rbac.yaml", out);
+  return dir + "/rbac.yaml";
+}
+
 }  // namespace
+
+// Promise 6 and 7 (a misconfiguration never a silent hang; under faults it converges): an
+// image-only upgrade keeps the older RBAC (no Role for the dispatch Lease), and the API server
+// does not answer while the instance starts (restarting behind its load balancer, or
+// overloaded as every node reboots at once: kube-apiserver's priority and fairness answers 429
+// before RBAC is asked). Without the fault the instance falls back and makes claims
+// (e2e_dispatch); with it, the start's access check is taken as passed, the instance waits for a
+// dispatcher that can never be elected (every instance is refused the Lease), and its node's
+// claims are never made, once the API server answers again too, until someone restarts the
+// pods by hand.
+TEST_CASE("attack: old RBAC and an API server that does not answer during the start: the instance still falls back and "
+          "makes claims once it answers",
+          "[e2e][attack][nodes][dispatch]") {
+  TempDir rbac;
+  Nodes n({}, RbacWithoutLeaseRole(rbac.path()));
+  n.Claim("on-a", "hostpath", "hostpath-provisioner.io/node", "node-a");
+  // Longer than a Lease read waits for its answer (30 s, whatever API_TIMEOUT says).
+  REQUIRE(faults::Control(*n.api, "/fake/pause?seconds=40"));
+  n.Start("node-a", {{"API_TIMEOUT", "2"}});
+  const bool bound = Eventually([&] { return Phase(n.ClaimJson("on-a")) == "Bound"; }, seconds(120));
+  Provisioner& p = *n.instances["node-a"];
+  const Reply ready = p.Http("/readyz");
+  INFO(p.Log());
+  INFO("/readyz: " << ready.code << " " << ready.body);
+  CHECK(bound);
+  CHECK(Metric(p, "hostpath_provisioner_dispatch_fallback") == 1);
+}
 
 // Promise 7 (every delete finished) and 3 (an enforced size never blocks the volume's removal):
 // a tenant's pod (uid 1000) makes a subvolume in its btrfs volume, puts a file in it and makes
