@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <thread>
+
 #include "test/support/fault_harness.hpp"
 #include "test/support/harness.hpp"
 #include "test/support/loopfs.hpp"
@@ -80,7 +82,83 @@ std::string RbacWithoutLeaseRole(const std::string& dir) {
   return dir + "/rbac.yaml";
 }
 
+// The DaemonSet's RBAC, plus a Role and RoleBinding for the dispatch Lease of a second install
+// whose PROVISIONER_NAME is `other` (its Lease: "/" as "-", then "-dispatch"), as docs/nodes.md
+// and the Role's comment say to do for several installs. Written to `dir`/rbac.yaml.
+std::string RbacForTwoInstalls(const std::string& dir, const std::string& other) {
+  std::string lease = other;
+  for (char& c : lease)
+    if (c == '/') c = '-';
+  lease += "-dispatch";
+  const std::string out = ReadFile("manifests/daemonset/rbac.yaml") +
+                          "\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: other-install\n"
+                          "  namespace: kube-system\nrules:\n  - apiGroups: [coordination.k8s.io]\n    resources: [leases]\n"
+                          "    resourceNames: [" + lease + "]\n    verbs: [get, update]\n"
+                          "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: other-install\n"
+                          "  namespace: kube-system\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n"
+                          "  name: other-install\nsubjects:\n  - kind: ServiceAccount\n    name: hostpath-provisioner\n"
+                          "    namespace: kube-system\n";
+  WriteFile(dir + "/rbac.yaml", out);
+  return dir + "/rbac.yaml";
+}
+
+std::string NodeLabel(const picojson::value& obj) {
+  const picojson::value& labels = obj.get("metadata").get("labels");
+  if (!labels.is<picojson::object>() || !labels.contains("hostpath-provisioner.io/node")) return "";
+  return labels.get("hostpath-provisioner.io/node").to_str();
+}
+
+// The label patches the provisioners' service account made on claim `name` that went through.
+int LabelPatches(FakeApi& api, const std::string& name) {
+  int made = 0;
+  for (const faults::Request& r : faults::Requests(api))
+    made += r.user == faults::kProvisionerUser && r.verb == "patch" && r.name == name && r.code == 200;
+  return made;
+}
+
 }  // namespace
+
+// Promise 7 (under faults it converges) with a careless administrator's two installs (two
+// PROVISIONER_NAMEs, each with its own dispatch Lease and Role, node-aware) and a tenant: the
+// tenant adds the beta annotation volume.beta.kubernetes.io/storage-provisioner, naming the
+// other install, to its bound claim of a pathPattern class of the first (the PV controller
+// writes that annotation only while a claim is pending, and does not look at the beta one when
+// the GA one is right). Each install's dispatcher then takes the claim for its own (its class,
+// or one of its two annotations): the first wants `any` (a pathPattern class), the second the
+// node the claim names. Found: they label it back and forth for ever, without pause (each sees
+// its own label's event, forgets it sent one, and answers the other's at once: thousands of
+// PATCHes in 10 s on the fake), and every instance of both installs wakes on each one.
+TEST_CASE("attack: a tenant's beta storage-provisioner annotation naming another install does not make two dispatchers "
+          "fight over its claim's label",
+          "[e2e][attack][nodes][dispatch]") {
+  TempDir rbac;
+  Nodes n({}, RbacForTwoInstalls(rbac.path(), "example.com/other"));
+  n.api->CreateYaml(ClassYaml("patterned", "Delete", "hostpath-provisioner.io/hostpath",
+                              "  pathPattern: \"${.PVC.namespace}/${.PVC.name}\"\n"));
+  n.Start("node-a");
+  n.Start("node-b", {{"PROVISIONER_NAME", "example.com/other"}});
+  REQUIRE(Eventually([&] { return Metric(*n.instances["node-a"], "hostpath_provisioner_dispatcher") == 1; }));
+  REQUIRE(Eventually([&] { return Metric(*n.instances["node-b"], "hostpath_provisioner_dispatcher") == 1; }));
+  n.Claim("fought", "patterned", "hostpath-provisioner.io/node", "node-a");
+  REQUIRE(n.WaitBound("fought"));
+  REQUIRE(Eventually([&] { return NodeLabel(n.ClaimJson("fought")) == "any"; }));
+
+  // The tenant's edit of its own claim.
+  Reply r = n.api->Call("PATCH", kClaimsAt + "fought",
+                        R"({"metadata":{"annotations":{"volume.beta.kubernetes.io/storage-provisioner":"example.com/other"}}})",
+                        "application/merge-patch+json");
+  REQUIRE(r.code == 200);
+  // Once the dispatchers have had their say (a few seconds: each waits a second for its own
+  // label's event), the label stays as it is: no more label patches of the claim.
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  const int settled = LabelPatches(*n.api, "fought");
+  std::this_thread::sleep_for(std::chrono::seconds(10));
+  const int later = LabelPatches(*n.api, "fought");
+  INFO("label now: " << NodeLabel(n.ClaimJson("fought")));
+  INFO("node-a (hostpath-provisioner.io/hostpath):\n" << n.instances["node-a"]->Log());
+  INFO("node-b (example.com/other):\n" << n.instances["node-b"]->Log());
+  CHECK(later - settled == 0);
+}
 
 // Promise 6 and 7 (a misconfiguration never a silent hang; under faults it converges): an
 // image-only upgrade keeps the older RBAC (no Role for the dispatch Lease), and the API server
