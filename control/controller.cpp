@@ -117,7 +117,7 @@ Status Controller::Start() {
 }
 
 void Controller::FallBackUnlessDispatching(KubeApi& api) {
-  const std::string missing = Dispatcher::CheckAccess(api, *dispatch_lease_);
+  const std::string missing = Dispatcher::CheckAccess(api, *dispatch_lease_, [this] { return halted_.load(); });
   if (missing.empty()) return;
   {
     std::lock_guard<std::mutex> lock(fallback_mu_);

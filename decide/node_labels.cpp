@@ -67,7 +67,9 @@ std::string ClaimSelection(const Config& cfg) {
 
 std::optional<std::string> DispatchLabel(const Config& cfg, const Claim& claim, const StorageClass* sc) {
   const bool our_class = sc != nullptr && sc->provisioner == cfg.provisioner_name;
-  if (claim.meta.deleting || (!our_class && !ClaimIsOurs(cfg, claim))) return std::nullopt;
+  // A class known to be another provisioner's decides, whatever the claim's annotations say (a
+  // tenant may set the beta one to another install's name: both dispatchers would then label).
+  if (claim.meta.deleting || (!our_class && (sc != nullptr || !ClaimIsOurs(cfg, claim)))) return std::nullopt;
   const bool all_nodes = our_class && sc->parameters.count("nodes") && sc->parameters.at("nodes") == "all";
   if (all_nodes || ClassIsShared(cfg, sc) || ClassHasPathPattern(cfg, sc)) return std::string(node_label::kAny);
   const std::string node = ClaimNode(claim);

@@ -46,7 +46,7 @@ std::vector<std::string> VolumeSelections(const Config& cfg);
 std::string ClaimSelection(const Config& cfg);
 
 // The label the dispatcher gives a claim, or nothing (leave it as it is): for a claim of ours
-// (annotated for us, or of one of our classes) not being deleted, `any` when any node may act
+// (of one of our classes; or, its class unknown, annotated for us) not being deleted, `any` when any node may act
 // on it (a shared, every-node or pathPattern class, or no node named and none to wait for),
 // else its node's value once the claim names a node. A WaitForFirstConsumer claim naming no
 // node yet gets "": it must carry no label (one a tenant set, `any` or a node's, would make

@@ -238,7 +238,8 @@ class Root {
   //    subvolumes inside (no mount points) are removed like directories;
   //  - iterative, at most max_open_dirs directories open at once (>= 2), linear time in the
   //    size of the tree however deep;
-  //  - copes with directories of mode 000 and read-only files, also when not root;
+  //  - copes with directories of mode 000 and read-only files, also when not root, and with
+  //    read-only btrfs subvolumes (made writable first: root only);
   //  - survives entries being swapped for symlinks during the walk (removes the link or
   //    reports, never descends through it).
   // Ok when nothing is left, and when `name` does not exist (idempotent). Otherwise kError

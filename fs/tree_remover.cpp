@@ -2,11 +2,14 @@
 #include "fs/tree_remover.hpp"
 
 #include <fcntl.h>
+#include <linux/btrfs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -58,6 +61,15 @@ bool MountsBelow(int dir_fd) {
 // removed when not root. Best effort: failures show up when removing.
 void MakeUsable(int dir_fd, const DirId& id) {
   if ((id.mode & 0700) != 0700) fchmod(dir_fd, 0700);
+  // A read-only btrfs subvolume (its owner may make one so, with no privilege: `btrfs property
+  // set ro`) refuses every unlink inside it (EROFS): made writable again, as root may. Only the
+  // root directory of a subvolume has inode 256 (BTRFS_FIRST_FREE_OBJECTID); elsewhere the
+  // ioctl fails (ENOTTY) and nothing changes.
+  if (id.ino != 256) return;
+  uint64_t flags = 0;
+  if (ioctl(dir_fd, BTRFS_IOC_SUBVOL_GETFLAGS, &flags) != 0 || (flags & BTRFS_SUBVOL_RDONLY) == 0) return;
+  flags &= ~static_cast<uint64_t>(BTRFS_SUBVOL_RDONLY);
+  ioctl(dir_fd, BTRFS_IOC_SUBVOL_SETFLAGS, &flags);
 }
 
 // Passes over one directory that keeps being non-empty for no reason we know of.

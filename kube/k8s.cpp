@@ -51,8 +51,9 @@ Status KubeApi::MayPatchClaims(const std::string& ns, const std::string& name) {
   auto r = conn_->Request("PATCH", "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/" + name + "?dryRun=All", "{}",
                           "application/merge-patch+json");
   if (!r.ok()) return r.status();
-  if (r->status != 403) return Status::Ok();
-  return Check(r, "patch PersistentVolumeClaims in " + ns);
+  // Forbidden, or not answered (flow control's 429, a server error): said as such.
+  if (r->status == 403 || r->status == 429 || r->status >= 500) return Check(r, "patch PersistentVolumeClaims in " + ns);
+  return Status::Ok();
 }
 
 Status KubeApi::DeleteVolume(const std::string& name, const std::string& uid) {

@@ -109,8 +109,8 @@ class KubeApi {
   // May this user patch claims in `ns`? Asked without changing anything: a dry-run empty patch
   // of the claim `name`, which need not exist (authorization comes before the object is looked
   // up: 403 when not allowed, else 404, or 200 for a claim of that name, unchanged). kForbidden
-  // with the server's message when not allowed; Ok for any other answer; the transport's error
-  // when none came.
+  // with the server's message when not allowed; an error for a 429 or 5xx (not answered: flow
+  // control comes before authorization), or the transport's when no answer came; else Ok.
   Status MayPatchClaims(const std::string& ns, const std::string& name);
 
   // DELETE the PV if its uid is still `uid`. NotFound is ok (already gone).

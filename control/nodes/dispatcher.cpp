@@ -2,7 +2,9 @@
 #include "control/nodes/dispatcher.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -152,14 +154,26 @@ void Dispatcher::Stop() {
   if (elector_.joinable()) elector_.join();
 }
 
-std::string Dispatcher::CheckAccess(KubeApi& api, const LeaseSpec& lease) {
+std::string Dispatcher::CheckAccess(KubeApi& api, const LeaseSpec& lease, const std::function<bool()>& stopping) {
+  // An answer either way: allowed (found or not), or forbidden.
+  auto answered = [](const Status& s) { return s.ok() || s.code() == Status::kNotFound || s.code() == Status::kForbidden; };
+  Status lease_read, patch;
+  for (int wait = 1;; wait = std::min(10, wait * 2)) {
+    lease_read = api.GetLease(lease.ns, lease.name).status();
+    // A name no claim has (an object name has no "_"): the dry run patches nothing, and RBAC
+    // answers before the name is looked up.
+    patch = api.MayPatchClaims(lease.ns, "hostpath-provisioner_access-check");
+    if (answered(lease_read) && answered(patch)) break;
+    LogWarn("cannot tell yet whether this instance may take part in the claim dispatch (the API server did not answer: " +
+            (answered(lease_read) ? patch : lease_read).message() + "); asking again in " + std::to_string(wait) + " s");
+    for (int i = 0; i < wait * 10; ++i) {
+      if (stopping()) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
   std::vector<std::string> missing;
-  Result<Lease> got = api.GetLease(lease.ns, lease.name);
-  if (got.status().code() == Status::kForbidden)
-    missing.push_back("may not get the Lease " + lease.ns + "/" + lease.name + " (" + got.status().message() + ")");
-  // A name no claim has (an object name has no "_"): the dry run patches nothing, and RBAC
-  // answers before the name is looked up.
-  Status patch = api.MayPatchClaims(lease.ns, "hostpath-provisioner_access-check");
+  if (lease_read.code() == Status::kForbidden)
+    missing.push_back("may not get the Lease " + lease.ns + "/" + lease.name + " (" + lease_read.message() + ")");
   if (patch.code() == Status::kForbidden) missing.push_back("may not patch PersistentVolumeClaims (" + patch.message() + ")");
   std::string out;
   for (const std::string& m : missing) out += (out.empty() ? "" : ", and ") + m;

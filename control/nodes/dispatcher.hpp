@@ -12,6 +12,7 @@
 #pragma once
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,11 +46,13 @@ class Dispatcher {
   bool Leading() const { return leading_; }
 
   // Asked at start, before the claim watch: may this instance do its part of the dispatch
-  // (read the Lease, patch claims' labels)? "" when it may (or when the API did not answer:
-  // the election then says why); else what it may not, with the server's words, e.g. "may not
-  // get the Lease kube-system/x (get lease kube-system/x: ... 403 ... forbidden ...)". Patching
-  // is asked with a dry run of a claim that does not exist: nothing changes.
-  static std::string CheckAccess(KubeApi& api, const LeaseSpec& lease);
+  // (read the Lease, patch claims' labels)? "" when it may; else what it may not, with the
+  // server's words, e.g. "may not get the Lease kube-system/x (get lease kube-system/x: ... 403
+  // ... forbidden ...)". Patching is asked with a dry run of a claim that does not exist:
+  // nothing changes. A question the API server does not answer (no answer, 429, 5xx: a server
+  // restarting or overloaded, whose flow control comes before authorization) is asked again,
+  // 1 s, 2 s, ... up to 10 s apart, logged, until answered or `stopping` says to give up ("").
+  static std::string CheckAccess(KubeApi& api, const LeaseSpec& lease, const std::function<bool()>& stopping);
 
   // Why this instance cannot do its part of the dispatch now, "" if nothing keeps it from it:
   // a 403 on taking the Lease or on labelling a claim (RBAC changed since the start's check).

@@ -127,6 +127,12 @@ TEST_CASE("the dispatcher labels a claim with its node once known, any for class
   StorageClass theirs = OurClass();
   theirs.provisioner = "example.com/other";
   CHECK_FALSE(DispatchLabel(cfg, other, &theirs).has_value());
+  // Another provisioner's class decides, whatever annotations a tenant adds (two installs'
+  // dispatchers would otherwise both label it); with no class known, the annotation does.
+  Claim annotated = OurClaim();
+  annotated.meta.annotations[ann::kBetaStorageProvisioner] = cfg.provisioner_name;
+  CHECK_FALSE(DispatchLabel(cfg, annotated, &theirs).has_value());
+  CHECK(DispatchLabel(cfg, annotated, nullptr).has_value());
   Claim deleting = OurClaim();
   deleting.meta.deleting = true;
   CHECK_FALSE(DispatchLabel(cfg, deleting, &immediate).has_value());
