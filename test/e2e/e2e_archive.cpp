@@ -374,15 +374,10 @@ std::string QgroupLimit(const std::string& mount, const std::string& group) {
 
 TEST_CASE("a btrfs volume with an enforced size is archived without its limit, whole, and removed at expiry",
           "[e2e][archive][quota]") {
-  TempDir tmp;
-  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  if (!fs.mounted) {
-    WARN("SKIPPED: " << fs.why);
-    return;
-  }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
+  BtrfsQuotaBed bed;
+  if (!bed.ready) return;
+  LoopFs& fs = bed.fs;
+  FakeApi& api = *bed.api;
   api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath",
                            "  quota: \"true\"\n  onDelete: archive\n  archiveFor: 15s\n"));
   Provisioner p(api, fs.dir, {{"RESYNC_PERIOD", "1"}});
@@ -425,48 +420,30 @@ bool HasClaimEvent(FakeApi& api, const std::string& claim, const std::string& re
 // Fills the last bytes below a limit as a tenant (user 1000) can: 4 KiB files in `dir`, then
 // empty ones, until the filesystem refuses (EDQUOT); that error, or another one.
 int TopUp(const std::string& dir) {
-  int result[2];
-  if (pipe(result) != 0) return errno;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int err = 0;
-    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
-    static char page[4096];
-    for (int i = 0; err == 0 && i < 100000; ++i) {
-      const std::string f = dir + "/top-" + std::to_string(i);
-      int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd < 0) {
-        err = errno;
-        break;
-      }
-      // Pages while they fit; then files with nothing in them, charged only their metadata.
-      static bool pages = true;
-      if (pages && (write(fd, page, sizeof page) != sizeof page || fsync(fd) != 0)) pages = false;
-      close(fd);
-    }
-    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
-  }
-  close(result[1]);
-  int err = EIO;
-  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
-  close(result[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return err;
+  return AsUser1000([&]() -> std::pair<uint64_t, int> {
+           static char page[4096];
+           static bool pages = true;
+           for (int i = 0; i < 100000; ++i) {
+             const std::string f = dir + "/top-" + std::to_string(i);
+             int fd = open(f.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+             if (fd < 0) return {0, errno};
+             // Pages while they fit; then files with nothing in them, charged only their metadata.
+             if (pages && (write(fd, page, sizeof page) != sizeof page || fsync(fd) != 0)) pages = false;
+             close(fd);
+           }
+           return {0, 0};
+         })
+      .second;
 }
 
 }  // namespace
 
 TEST_CASE("a full btrfs volume with a tenant's subvolume under its limit is removed, deleted or archived and expired",
           "[e2e][archive][quota][nested]") {
-  TempDir tmp;
-  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  if (!fs.mounted) {
-    WARN("SKIPPED: " << fs.why);
-    return;
-  }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
+  BtrfsQuotaBed bed;
+  if (!bed.ready) return;
+  LoopFs& fs = bed.fs;
+  FakeApi& api = *bed.api;
   api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath", "  quota: \"true\"\n"));
   api.CreateYaml(ClassYaml("limited-archive", "Delete", "hostpath-provisioner.io/hostpath",
                            "  quota: \"true\"\n  onDelete: archive\n  archiveFor: 2s\n"));

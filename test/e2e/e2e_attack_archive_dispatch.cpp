@@ -30,56 +30,23 @@ const std::string kClaimsAt = "/api/v1/namespaces/default/persistentvolumeclaims
 // calls: btrfs lets a subvolume's owner set it, no capability needed). 0 or the errno.
 int ReadOnlySubvolumeAsUser(const std::string& dir, const std::string& name) {
   if (int e = MakeSubvolumeAsUser(dir, name); e != 0) return e;
-  int result[2];
-  if (pipe(result) != 0) return errno;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int err = 0;
-    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
-    const std::string file = dir + "/" + name + "/kept-by-me";
-    int f = err != 0 ? -1 : open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (f < 0 && err == 0) err = errno;
-    if (f >= 0) {
-      if (write(f, "mine\n", 5) != 5) err = errno;
-      close(f);
-    }
-    int fd = err != 0 ? -1 : open((dir + "/" + name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 && err == 0) err = errno;
-    uint64_t flags = BTRFS_SUBVOL_RDONLY;
-    if (fd >= 0 && ioctl(fd, BTRFS_IOC_SUBVOL_SETFLAGS, &flags) != 0) err = errno;
-    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
-  }
-  close(result[1]);
-  int err = EIO;
-  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
-  close(result[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return err;
+  return AsUser1000([&]() -> std::pair<uint64_t, int> {
+           const std::string file = dir + "/" + name + "/kept-by-me";
+           int f = open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+           if (f < 0 || write(f, "mine\n", 5) != 5) return {0, errno};
+           close(f);
+           int fd = open((dir + "/" + name).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+           uint64_t flags = BTRFS_SUBVOL_RDONLY;
+           if (fd < 0 || ioctl(fd, BTRFS_IOC_SUBVOL_SETFLAGS, &flags) != 0) return {0, errno};
+           return {0, 0};
+         })
+      .second;
 }
 
 std::string Events(FakeApi& api, const std::string& name) {
   std::string out;
   for (const auto& e : api.EventsAbout("default", name)) out += e.get("reason").to_str() + ": " + e.get("message").to_str() + "\n";
   return out;
-}
-
-// The DaemonSet's RBAC without the Role and RoleBinding of the dispatch Lease (as the RBAC of
-// versions before the dispatcher, kept by an image-only upgrade), written to `dir`/rbac.yaml.
-std::string RbacWithoutLeaseRole(const std::string& dir) {
-  const std::string text = ReadFile("manifests/daemonset/rbac.yaml");
-  std::string out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find("\n---\n", start);
-    const std::string doc = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (doc.find("\nkind: Role\n") == std::string::npos && doc.find("\nkind: RoleBinding\n") == std::string::npos)
-      out += (out.empty() ? "" : "\n---\n") + doc;
-    if (end == std::string::npos) break;
-    start = end + 5;
-  }
-  REQUIRE(out != text);
-  WriteFile(dir + "/rbac.yaml", out);
-  return dir + "/rbac.yaml";
 }
 
 // The DaemonSet's RBAC, plus a Role and RoleBinding for the dispatch Lease of a second install
@@ -175,7 +142,7 @@ TEST_CASE("attack: old RBAC and an API server that does not answer during the st
           "makes claims once it answers",
           "[e2e][attack][nodes][dispatch]") {
   TempDir rbac;
-  Nodes n({}, RbacWithoutLeaseRole(rbac.path()));
+  Nodes n({}, RbacWithout(rbac.path(), "role"));
   n.Claim("on-a", "hostpath", "hostpath-provisioner.io/node", "node-a");
   // Longer than a Lease read waits for its answer (30 s, whatever API_TIMEOUT says).
   REQUIRE(faults::Control(*n.api, "/fake/pause?seconds=40"));
@@ -195,15 +162,10 @@ TEST_CASE("attack: old RBAC and an API server that does not answer during the st
 // volume; found: every unlink in it fails with EROFS, for ever.
 TEST_CASE("attack: a tenant's read-only subvolume inside its btrfs volume does not keep the volume from being deleted",
           "[e2e][attack][archive][quota]") {
-  TempDir tmp;
-  chmod(tmp.path().c_str(), 0755);
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  if (!fs.mounted) {
-    WARN("SKIPPED: " << fs.why);
-    return;
-  }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
+  BtrfsQuotaBed bed;
+  if (!bed.ready) return;
+  LoopFs& fs = bed.fs;
+  FakeApi& api = *bed.api;
   api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath", "  quota: \"true\"\n"));
   Provisioner p(api, fs.dir, {{"RESYNC_PERIOD", "1"}});
   api.CreateYaml(ClaimYaml("default", "db", "limited", "8Mi"));
@@ -227,15 +189,10 @@ TEST_CASE("attack: a tenant's read-only subvolume inside its btrfs volume does n
 // RESYNC_PERIOD, the disk never freed.
 TEST_CASE("attack: a tenant's read-only subvolume inside an archived btrfs volume does not keep the archive from expiring",
           "[e2e][attack][archive][quota]") {
-  TempDir tmp;
-  chmod(tmp.path().c_str(), 0755);
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  if (!fs.mounted) {
-    WARN("SKIPPED: " << fs.why);
-    return;
-  }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
+  BtrfsQuotaBed bed;
+  if (!bed.ready) return;
+  LoopFs& fs = bed.fs;
+  FakeApi& api = *bed.api;
   api.CreateYaml(ClassYaml("limited-archive", "Delete", "hostpath-provisioner.io/hostpath",
                            "  quota: \"true\"\n  onDelete: archive\n  archiveFor: 2s\n"));
   Provisioner p(api, fs.dir, {{"RESYNC_PERIOD", "1"}});

@@ -21,6 +21,7 @@
 #include "base/objects.hpp"
 #include "test/support/loopfs.hpp"
 #include "test/support/nodes_harness.hpp"
+#include "test/support/tenants.hpp"
 #include "test/support/tmpfs.hpp"
 
 using namespace harness;
@@ -29,20 +30,6 @@ using std::chrono::seconds;
 namespace {
 
 std::string ClaimsOf(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/persistentvolumeclaims/"; }
-
-// A claim manifest in `ns` with labels and annotations.
-std::string ClaimWith(const std::string& ns, const std::string& name, const std::string& cls, const std::string& size,
-                      const std::map<std::string, std::string>& labels,
-                      const std::map<std::string, std::string>& annotations = {}) {
-  std::string yaml = ClaimYaml(ns, name, cls, size);
-  std::string lines;
-  if (!labels.empty()) lines += "\n  labels:";
-  for (const auto& [k, v] : labels) lines += "\n    " + k + ": \"" + v + "\"";
-  if (!annotations.empty()) lines += "\n  annotations:";
-  for (const auto& [k, v] : annotations) lines += "\n    " + k + ": \"" + v + "\"";
-  yaml.replace(yaml.find("\n  namespace:"), 0, lines);
-  return yaml;
-}
 
 std::string VolumeOf(FakeApi& api, const std::string& ns, const std::string& claim) {
   picojson::value c = api.Claim(ns, claim);
@@ -115,7 +102,7 @@ TEST_CASE("pathPattern: a directory around another volume's, or inside one, is r
   REQUIRE(c.api.Post("/api/v1/namespaces", R"({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"shop"}})").code == 201);
   c.Start();
   // shop/data: claim "data" of the inner class, group "data"; files written in it.
-  c.api.CreateYaml(ClaimWith("shop", "data", "inner", "64Mi", {{"group", "data"}}));
+  c.api.CreateYaml(TenantClaim("shop", "data", "inner", {{"group", "data"}}));
   REQUIRE(WaitBound(c.api, "shop", "data"));
   const std::string inner_pv = VolumeOf(c.api, "shop", "data");
   const std::string inner_dir = c.pv_dir + "/shop/data/data";
@@ -123,7 +110,7 @@ TEST_CASE("pathPattern: a directory around another volume's, or inside one, is r
   WriteFile(inner_dir + "/orders.db", "the shop's orders\n");
 
   // A claim of the outer class whose directory, shop/data, holds the inner volume's.
-  c.api.CreateYaml(ClaimWith("shop", "around", "outer", "64Mi", {{"group", "data"}}));
+  c.api.CreateYaml(TenantClaim("shop", "around", "outer", {{"group", "data"}}));
   REQUIRE(Eventually([&] { return HasEvent(c.api, "shop", "around", "ProvisioningFailed", "PersistentVolume " + inner_pv); }));
   INFO(EventLines(c.api, "shop", "around"));
   CHECK(HasEvent(c.api, "shop", "around", "ProvisioningFailed",
@@ -135,11 +122,11 @@ TEST_CASE("pathPattern: a directory around another volume's, or inside one, is r
   CHECK(ReadFile(inner_dir + "/orders.db") == "the shop's orders\n");
 
   // The other way: an outer volume first (shop/web), then an inner claim inside it.
-  c.api.CreateYaml(ClaimWith("shop", "site", "outer", "64Mi", {{"group", "web"}}));
+  c.api.CreateYaml(TenantClaim("shop", "site", "outer", {{"group", "web"}}));
   REQUIRE(WaitBound(c.api, "shop", "site"));
   const std::string outer_pv = VolumeOf(c.api, "shop", "site");
   WriteFile(c.pv_dir + "/shop/web/index.html", "<h1>shop</h1>\n");
-  c.api.CreateYaml(ClaimWith("shop", "assets", "inner", "64Mi", {{"group", "web"}}));
+  c.api.CreateYaml(TenantClaim("shop", "assets", "inner", {{"group", "web"}}));
   REQUIRE(Eventually([&] { return HasEvent(c.api, "shop", "assets", "ProvisioningFailed", "PersistentVolume " + outer_pv); }));
   CHECK(HasEvent(c.api, "shop", "assets", "ProvisioningFailed",
                  "uses " + c.pv_dir + "/shop/web, around " + c.pv_dir + "/shop/web/assets"));
@@ -290,7 +277,7 @@ TEST_CASE("node-aware: a claim made before its class is labelled again and bound
   ::mkdir((n.Root("node-b") + "/default").c_str(), 0755);
   ::mkdir((n.Root("node-b") + "/default/data").c_str(), 0755);
   WriteFile(n.Root("node-b") + "/default/data/hello.txt", "restored\n");
-  n.api->CreateYaml(ClaimWith("default", "data", "restored", "64Mi", {},
+  n.api->CreateYaml(TenantClaim("default", "data", "restored", {},
                               {{"volume.kubernetes.io/storage-provisioner", "hostpath-provisioner.io/hostpath"},
                                {"volume.beta.kubernetes.io/storage-provisioner", "hostpath-provisioner.io/hostpath"},
                                {"volume.kubernetes.io/selected-node", "node-c"}}));
@@ -358,15 +345,10 @@ TEST_CASE("node-aware, overcommit false: shared PVs another instance labels at i
 // it is a path a pathPattern makes.
 TEST_CASE("pathPattern, btrfs limits: a PV whose directory annotation was edited is not grown; the Warning names the annotation",
           "[e2e][pattern][quota][expand][guards]") {
-  TempDir tmp;
-  ::chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  if (!fs.mounted) {
-    WARN("SKIPPED: " << fs.why);
-    return;
-  }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
+  BtrfsQuotaBed bed;
+  if (!bed.ready) return;
+  LoopFs& fs = bed.fs;
+  FakeApi& api = *bed.api;
   api.CreateYaml(ClassYaml("limited", "Delete", "hostpath-provisioner.io/hostpath",
                            "  quota: \"true\"\n  pathPattern: \"${.PVC.namespace}/${.PVC.name}\"\n") +
                  "allowVolumeExpansion: true\n");

@@ -36,15 +36,10 @@ bool WaitBound(FakeApi& api, const std::string& claim) {
 }  // namespace
 
 TEST_CASE("pathPattern, btrfs limits: a reattached subvolume keeps its limit, never set below what it holds", "[e2e][pattern][quota]") {
-  TempDir tmp;
-  chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
-  LoopFs fs(tmp.path() + "/pv", "btrfs", "300M");
-  if (!fs.mounted) {
-    WARN("SKIPPED: " << fs.why);
-    return;
-  }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  FakeApi api(tmp.path() + "/api");
+  BtrfsQuotaBed bed;
+  if (!bed.ready) return;
+  LoopFs& fs = bed.fs;
+  FakeApi& api = *bed.api;
   api.CreateYaml(ClassYaml("kept", "Retain", "hostpath-provisioner.io/hostpath",
                            std::string(kPattern) + "  quota: \"true\"\n  uid: \"1000\"\n") +
                  "allowVolumeExpansion: true\n");

@@ -1,6 +1,8 @@
 // The bodies of loopfs.hpp (the contracts are there).
 #include "test/support/loopfs.hpp"
 
+#include <catch2/catch.hpp>
+
 #include <fcntl.h>
 #include <linux/btrfs.h>
 #include <sys/ioctl.h>
@@ -49,59 +51,65 @@ LoopFs::~LoopFs() {
   ::rmdir(dir.c_str());
 }
 
-std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit) {
+std::pair<uint64_t, int> AsUser1000(const std::function<std::pair<uint64_t, int>()>& step) {
   int result[2];
   if (pipe(result) != 0) return {0, errno};
   pid_t pid = fork();
   if (pid == 0) {
     uint64_t out[2] = {0, 0};
-    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) out[1] = errno;
-    int fd = out[1] != 0 ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0 && out[1] == 0) out[1] = errno;
-    static char chunk[64 * 1024];
-    while (fd >= 0 && out[0] < limit) {
-      ssize_t n = write(fd, chunk, sizeof chunk);
-      if (n < 0) {
-        out[1] = errno;
-        break;
-      }
-      out[0] += static_cast<uint64_t>(n);
-      if (out[0] % kMiB == 0 && fsync(fd) != 0) {
-        out[1] = errno;
-        break;
-      }
+    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) {
+      out[1] = static_cast<uint64_t>(errno);
+    } else {
+      const std::pair<uint64_t, int> r = step();
+      out[0] = r.first;
+      out[1] = static_cast<uint64_t>(r.second);
     }
-    if (fd >= 0 && out[1] == 0 && fsync(fd) != 0) out[1] = errno;
     _exit(write(result[1], out, sizeof out) == sizeof out ? 0 : 1);
   }
   close(result[1]);
   uint64_t got[2] = {0, EIO};
-  if (pid < 0 || read(result[0], got, sizeof got) != sizeof got) got[1] = EIO;
+  if (pid < 0 || read(result[0], got, sizeof got) != sizeof got) got[0] = 0, got[1] = EIO;
   close(result[0]);
   if (pid > 0) waitpid(pid, nullptr, 0);
   return {got[0], static_cast<int>(got[1])};
 }
 
-int MakeSubvolumeAsUser(const std::string& parent, const std::string& name) {
-  int result[2];
-  if (pipe(result) != 0) return errno;
-  pid_t pid = fork();
-  if (pid == 0) {
-    int err = 0;
-    if (setresgid(1000, 1000, 1000) != 0 || setresuid(1000, 1000, 1000) != 0) err = errno;
-    int fd = err != 0 ? -1 : open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 && err == 0) err = errno;
-    btrfs_ioctl_vol_args args {};
-    snprintf(args.name, sizeof args.name, "%s", name.c_str());
-    if (fd >= 0 && ioctl(fd, BTRFS_IOC_SUBVOL_CREATE, &args) != 0) err = errno;
-    _exit(write(result[1], &err, sizeof err) == sizeof err ? 0 : 1);
+BtrfsQuotaBed::BtrfsQuotaBed() : fs(tmp.path() + "/pv", "btrfs", "300M") {
+  ::chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
+  if (!fs.mounted) {
+    WARN("SKIPPED: " << fs.why);
+    return;
   }
-  close(result[1]);
-  int err = EIO;
-  if (pid < 0 || read(result[0], &err, sizeof err) != sizeof err) err = EIO;
-  close(result[0]);
-  if (pid > 0) waitpid(pid, nullptr, 0);
-  return err;
+  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
+  api = std::make_unique<FakeApi>(tmp.path() + "/api");
+  ready = true;
+}
+
+std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit) {
+  return AsUser1000([&]() -> std::pair<uint64_t, int> {
+    uint64_t written = 0;
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return {0, errno};
+    static char chunk[64 * 1024];
+    while (written < limit) {
+      ssize_t n = write(fd, chunk, sizeof chunk);
+      if (n < 0) return {written, errno};
+      written += static_cast<uint64_t>(n);
+      if (written % kMiB == 0 && fsync(fd) != 0) return {written, errno};
+    }
+    return {written, fsync(fd) != 0 ? errno : 0};
+  });
+}
+
+int MakeSubvolumeAsUser(const std::string& parent, const std::string& name) {
+  return AsUser1000([&]() -> std::pair<uint64_t, int> {
+           int fd = open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+           if (fd < 0) return {0, errno};
+           btrfs_ioctl_vol_args args {};
+           snprintf(args.name, sizeof args.name, "%s", name.c_str());
+           return {0, ioctl(fd, BTRFS_IOC_SUBVOL_CREATE, &args) != 0 ? errno : 0};
+         })
+      .second;
 }
 
 }  // namespace harness

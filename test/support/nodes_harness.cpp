@@ -99,4 +99,27 @@ std::string PodNode(FakeApi& api, const std::string& pod) {
   return r.code == 200 && n.is<std::string>() ? n.get<std::string>() : "";
 }
 
+std::string RbacWithout(const std::string& dir, const std::string& drop) {
+  const std::string text = ReadFile("manifests/daemonset/rbac.yaml");
+  std::string out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find("\n---\n", start);
+    const std::string doc = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    const bool lease_role = doc.find("\nkind: Role\n") != std::string::npos || doc.find("\nkind: RoleBinding\n") != std::string::npos;
+    if (!(drop == "role" && lease_role)) out += (out.empty() ? "" : "\n---\n") + doc;
+    if (end == std::string::npos) break;
+    start = end + 5;
+  }
+  if (drop == "claim patch") {
+    const std::string verbs = "resources: [persistentvolumeclaims]\n    verbs: [get, list, watch, patch]";
+    const size_t at = out.find(verbs);
+    REQUIRE(at != std::string::npos);
+    out.replace(at, verbs.size(), "resources: [persistentvolumeclaims]\n    verbs: [get, list, watch]");
+  }
+  REQUIRE(out != text);
+  WriteFile(dir + "/rbac.yaml", out);
+  return dir + "/rbac.yaml";
+}
+
 }  // namespace harness

@@ -39,6 +39,11 @@ struct Nodes {
   int Events(const std::string& claim, const std::string& reason, const std::string& part = "");
 };
 
+// The DaemonSet's RBAC less what `drop` names: "role" leaves out the Role and RoleBinding of
+// the dispatch Lease (as the RBAC of versions before the dispatcher: an image-only upgrade
+// keeps it), "claim patch" takes patch out of the claims' rule. Written to `dir`/rbac.yaml; its path.
+std::string RbacWithout(const std::string& dir, const std::string& drop);
+
 // The node a PV's required node affinity names ("" when it has none, or another shape).
 std::string AffinityNode(const picojson::value& pv);
 

@@ -17,8 +17,9 @@ int AsTenant(const std::string& command) {
 
 std::string TenantClaim(const std::string& ns, const std::string& name, const std::string& cls,
                         const std::map<std::string, std::string>& labels,
-                        const std::map<std::string, std::string>& annotations, const std::string& clone_of) {
-  std::string yaml = ClaimYaml(ns, name, cls, "64Mi", clone_of);
+                        const std::map<std::string, std::string>& annotations, const std::string& clone_of,
+                        const std::string& size) {
+  std::string yaml = ClaimYaml(ns, name, cls, size, clone_of);
   std::string lines;
   if (!labels.empty()) lines += "\n  labels:";
   for (const auto& [k, v] : labels) lines += "\n    " + k + ": \"" + v + "\"";

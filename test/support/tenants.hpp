@@ -16,10 +16,11 @@ namespace harness {
 // Runs a shell command as uid/gid 1000 (a pod's user); 0 when it succeeded.
 int AsTenant(const std::string& command);
 
-// A claim in `ns` with labels and annotations; with `clone_of`, a clone of that claim.
+// A claim in `ns` with labels and annotations; with `clone_of`, a clone of that claim; of `size`.
 std::string TenantClaim(const std::string& ns, const std::string& name, const std::string& cls,
                         const std::map<std::string, std::string>& labels = {},
-                        const std::map<std::string, std::string>& annotations = {}, const std::string& clone_of = "");
+                        const std::map<std::string, std::string>& annotations = {}, const std::string& clone_of = "",
+                        const std::string& size = "64Mi");
 
 // Class parameters: `pattern` as pathPattern, then `more` (YAML lines).
 std::string Pattern(const std::string& pattern, const std::string& more = "");
