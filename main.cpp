@@ -19,6 +19,7 @@
 
 #include "base/config.hpp"
 #include "control/controller.hpp"
+#include "decide/names.hpp"
 #include "fs/fsops.hpp"
 #include "serve/http_endpoint.hpp"
 #include "kube/k8s.hpp"
@@ -173,9 +174,7 @@ int main(int argc, char** argv) {
     return Fail(1, "PV_DIR " + cfg.pv_dir + ": " + root.status().message() +
                        " (create the folder, or mount the host folder there)");
 
-  std::vector<std::string> root_paths{cfg.pv_dir};
-  root_paths.insert(root_paths.end(), cfg.allowed_pv_dirs.begin(), cfg.allowed_pv_dirs.end());
-  if (Status s = RootsApart(root_paths); !s.ok()) return Fail(2, s.message());
+  if (Status s = RootsApart(ConfiguredRoots(cfg)); !s.ok()) return Fail(2, s.message());
   Roots roots(std::move(*root), cfg.allowed_pv_dirs);
   Controller controller(cfg, *endpoint, &roots);
   Probes probes(&controller, &roots);

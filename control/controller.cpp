@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "base/log.hpp"
+#include "decide/names.hpp"
 #include "control/nodes/volume_labels.hpp"
 #include "control/remove/archiving.hpp"
 #include "decide/node_labels.hpp"
@@ -38,14 +39,6 @@ bool Measured(const Config& cfg, const Volume* v) {
   if (v == nullptr || PromisedRoot(cfg, *v).empty() || v->phase != "Bound") return false;
   auto node = v->meta.annotations.find(ann::kNode);
   return !IsShared(*v) || (node != v->meta.annotations.end() && node->second == cfg.node_name);
-}
-
-// Every configured root: PV_DIR, then ALLOWED_PV_DIRS.
-std::vector<std::string> RootPaths(const Config& cfg) {
-  std::vector<std::string> paths{cfg.pv_dir};
-  for (const std::string& p : cfg.allowed_pv_dirs)
-    if (p != cfg.pv_dir) paths.push_back(p);
-  return paths;
 }
 
 }  // namespace
@@ -83,7 +76,7 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
                  Cloner::Finished unused;
                  return cloner_.Poll(pv, &unused) == Cloner::State::kBusy;
                }),
-      archives_(roots_, RootPaths(cfg_), [this] { return may_act_(); }, &halted_) {
+      archives_(roots_, ConfiguredRoots(cfg_), [this] { return may_act_(); }, &halted_) {
   // Node-aware: this node's claims and PVs, the shared ones, and the PVs no node label names.
   claims_.SetSelections({ClaimSelection(cfg_)});
   volumes_.SetSelections(VolumeSelections(cfg_));

@@ -14,10 +14,8 @@ bool DirGuard::Here(const Volume& v) const {
 bool DirGuard::BelowARoot(const std::string& path) const {
   std::string p;
   if (!NormaliseAbsolute(path, &p)) return false;
-  auto below = [&](const std::string& root) { return p != root && PathWithin(p, root); };
-  if (below(cfg_.pv_dir)) return true;
-  for (const std::string& root : cfg_.allowed_pv_dirs)
-    if (below(root)) return true;
+  for (const std::string& root : ConfiguredRoots(cfg_))
+    if (p != root && PathWithin(p, root)) return true;
   return false;
 }
 

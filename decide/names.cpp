@@ -58,6 +58,13 @@ bool IsShared(const Volume& v) {
   return it != v.meta.annotations.end() && it->second == "shared";
 }
 
+std::vector<std::string> ConfiguredRoots(const Config& cfg) {
+  std::vector<std::string> paths{cfg.pv_dir};
+  for (const std::string& p : cfg.allowed_pv_dirs)
+    if (std::find(paths.begin(), paths.end(), p) == paths.end()) paths.push_back(p);
+  return paths;
+}
+
 bool IsConfiguredRoot(const Config& cfg, const std::string& path) {
   return path == cfg.pv_dir || std::find(cfg.allowed_pv_dirs.begin(), cfg.allowed_pv_dirs.end(), path) != cfg.allowed_pv_dirs.end();
 }

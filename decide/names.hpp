@@ -47,3 +47,6 @@ bool IsShared(const Volume& v);
 
 // May volumes be made under, and removed from, `path`? PV_DIR and ALLOWED_PV_DIRS only.
 bool IsConfiguredRoot(const Config& cfg, const std::string& path);
+
+// Every configured root, each once: PV_DIR, then ALLOWED_PV_DIRS.
+std::vector<std::string> ConfiguredRoots(const Config& cfg);
