@@ -16,6 +16,7 @@
 #include "decide/archive_name.hpp"
 #include "test/support/fault_harness.hpp"
 #include "test/support/harness.hpp"
+#include "test/support/btrfs_quota_bed.hpp"
 #include "test/support/loopfs.hpp"
 #include "test/support/nodes_harness.hpp"
 

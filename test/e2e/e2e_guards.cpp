@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/objects.hpp"
+#include "test/support/btrfs_quota_bed.hpp"
 #include "test/support/loopfs.hpp"
 #include "test/support/nodes_harness.hpp"
 #include "test/support/tenants.hpp"

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "base/objects.hpp"
+#include "test/support/btrfs_quota_bed.hpp"
 #include "test/support/loopfs.hpp"
 #include "test/support/nodes_harness.hpp"
 #include "test/support/tmpfs.hpp"

@@ -1,8 +1,6 @@
 // The bodies of loopfs.hpp (the contracts are there).
 #include "test/support/loopfs.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <fcntl.h>
 #include <linux/btrfs.h>
 #include <sys/ioctl.h>
@@ -72,17 +70,6 @@ std::pair<uint64_t, int> AsUser1000(const std::function<std::pair<uint64_t, int>
   close(result[0]);
   if (pid > 0) waitpid(pid, nullptr, 0);
   return {got[0], static_cast<int>(got[1])};
-}
-
-BtrfsQuotaBed::BtrfsQuotaBed() : fs(tmp.path() + "/pv", "btrfs", "300M") {
-  ::chmod(tmp.path().c_str(), 0755);  // Fill writes as user 1000
-  if (!fs.mounted) {
-    WARN("SKIPPED: " << fs.why);
-    return;
-  }
-  REQUIRE(LoopFs::Sh("btrfs quota enable " + fs.dir) == 0);
-  api = std::make_unique<FakeApi>(tmp.path() + "/api");
-  ready = true;
 }
 
 std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit) {

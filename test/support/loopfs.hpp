@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
-#include <memory>
 #include <string>
 #include <utility>
 
@@ -49,17 +48,6 @@ std::pair<uint64_t, int> Fill(const std::string& path, uint64_t limit);
 // returns what it returned: a count and an errno value (0: none); {0, EIO} when the child could
 // not report.
 std::pair<uint64_t, int> AsUser1000(const std::function<std::pair<uint64_t, int>()>& step);
-
-// A btrfs image with quotas on, mounted at TMP/pv (TMP reachable by user 1000, for Fill), and a
-// fake API server in TMP/api: where the tests of enforced sizes on btrfs start. `ready` false,
-// with a WARN saying why, where loop devices or btrfs are missing (the test then returns).
-struct BtrfsQuotaBed {
-  TempDir tmp;
-  LoopFs fs;
-  std::unique_ptr<FakeApi> api;
-  bool ready = false;
-  BtrfsQuotaBed();
-};
 
 // Makes the btrfs subvolume parent/name as user 1000, as a tenant's pod can (the ioctl that
 // `btrfs subvolume create` calls needs no privilege). Returns 0 or the errno.
