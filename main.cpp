@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
     LeaseTimings dispatch = timings;
     dispatch.candidate_period = timings.lease_duration;
     controller.SetDispatchLease({lease_ns, LeaseNameFor(cfg.provisioner_name) + "-dispatch", identity, dispatch});
+    controller.PublishCapacityIn(lease_ns);
   }
   if (cfg.leader_elect) {
     if (Status s = elector.Init(); !s.ok()) return Fail(1, s.message());
@@ -201,6 +202,7 @@ int main(int argc, char** argv) {
   }
   if (Status s = http.Start(); !s.ok()) return Fail(1, s.message());
   LogInfo(std::string("hostpath-provisioner ") + HP_VERSION + " starting: provisioner " + cfg.provisioner_name +
+          (cfg.capacity_provisioner_name.empty() ? "" : " and " + cfg.capacity_provisioner_name + " (storage capacity)") +
           ", volumes in " + cfg.pv_dir + (cfg.allowed_pv_dirs.empty() ? "" : " (and classes' pvDir among " +
           std::to_string(cfg.allowed_pv_dirs.size()) + " more)") +
           (cfg.node_name.empty() ? ", single-node mode" : ", serving node " + cfg.node_name) + ", reclaim policy " +

@@ -99,6 +99,21 @@ const std::vector<Setting>& Settings() {
          c.provisioner_name = v;
          return "";
        }},
+      {"capacity-provisioner-name", "CAPACITY_PROVISIONER_NAME", "(none)",
+       "node-aware mode: a second provisioner name, without \"/\" (a CSIDriver's name), that this program also serves; "
+       "for WaitForFirstConsumer classes of that name each instance publishes its node's free space as "
+       "CSIStorageCapacity objects, so that the scheduler places pods only where their claims fit",
+       [](Config& c, const std::string& v) -> std::string {
+         if (!v.empty() && !IsDnsName(v, 63))
+           return "must be a CSIDriver's name (at most 63 lower-case letters, digits, '-' and '.', no \"/\"), like "
+                  "hostpath.hostpath-provisioner.io, not \"" + v + "\"";
+         c.capacity_provisioner_name = v;
+         return "";
+       }},
+      {"capacity-interval", "CAPACITY_INTERVAL", "10",
+       "with CAPACITY_PROVISIONER_NAME: seconds between checks of each root's free space against the published "
+       "capacity (a provision or a removal updates it at once)",
+       [](Config& c, const std::string& v) { return ParseInt(v, 1, 3600, c.capacity_interval_seconds); }},
       {"dir-mode", "PV_DIR_MODE", "0777",
        "octal mode of new volume directories (0777 lets pods running as any uid write)",
        [](Config& c, const std::string& v) -> std::string {
@@ -233,6 +248,13 @@ Result<Config> ParseConfig(const std::vector<std::string>& args, const std::func
   if (c.leader_elect && !c.node_name.empty())
     return Status::Invalid("LEADER_ELECT (--leader-elect) cannot be used with NODE_NAME (--node-name): each instance "
                            "serves only its own node, so instances never contend and need no lease");
+  if (!c.capacity_provisioner_name.empty() && c.node_name.empty())
+    return Status::Invalid("CAPACITY_PROVISIONER_NAME (--capacity-provisioner-name) needs NODE_NAME (--node-name): "
+                           "storage capacity tells the scheduler which node has room, and a single-node install has "
+                           "no node to choose");
+  if (c.capacity_provisioner_name == c.provisioner_name)
+    return Status::Invalid("CAPACITY_PROVISIONER_NAME (--capacity-provisioner-name) must differ from PROVISIONER_NAME "
+                           "(--provisioner-name) \"" + c.provisioner_name + "\": it is a second name");
   if (std::string nested = NestedRoots(c); !nested.empty()) return Status::Invalid(nested);
   return c;
 }

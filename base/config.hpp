@@ -15,6 +15,11 @@ inline constexpr const char* kDefaultServiceAccountDir = "/var/run/secrets/kuber
 
 struct Config {
   std::string provisioner_name = kDefaultProvisionerName;
+  // Node-aware: a second name this program answers to, without "/" so that a CSIDriver may carry
+  // it; for classes of this provisioner, each instance publishes its node's free space as
+  // CSIStorageCapacity objects, which the scheduler places pods by. "" = none.
+  std::string capacity_provisioner_name;
+  int capacity_interval_seconds = 10;  // how often the published capacity is checked against the disk
   std::string pv_dir = kDefaultPvDir;    // absolute, normalised, never "/"
   std::vector<std::string> allowed_pv_dirs;  // more roots a class's pvDir may name (normalised)
   std::string node_name;                 // "" = single-node mode; else serve this node only
@@ -40,6 +45,11 @@ struct Config {
   int api_timeout_seconds = 30;        // a request to the API server abandoned (and retried) after this
   bool show_help = false;
   bool show_version = false;
+
+  // Is `provisioner` (a class's provisioner, a PV's provisioned-by) one of this program's names?
+  bool Ours(const std::string& provisioner) const {
+    return !provisioner.empty() && (provisioner == provisioner_name || provisioner == capacity_provisioner_name);
+  }
 };
 
 // One row per setting: how it is spelled and documented. The table drives parsing and --help.

@@ -98,6 +98,24 @@ struct Node {
   ObjectMeta meta;
 };
 
+// A storage.k8s.io/v1 CSIStorageCapacity: how large a new volume of a class may be on the nodes
+// a selector names (here: one node, by its kubernetes.io/hostname label, as our PVs' affinity).
+// The scheduler reads it for classes whose provisioner has a CSIDriver with storageCapacity.
+struct StorageCapacity {
+  ObjectMeta meta;
+  std::string storage_class;        // storageClassName
+  std::string node;                 // nodeTopology: matchLabels kubernetes.io/hostname: node
+  std::string capacity;             // a quantity ("" when absent)
+  std::string maximum_volume_size;  // a quantity ("" when absent)
+  std::string owner_node_uid;       // written only: an ownerReference to the Node `node` (garbage collected with it)
+};
+
+// A storage.k8s.io/v1 CSIDriver: only whether it asks the scheduler to use storage capacity.
+struct CsiDriver {
+  ObjectMeta meta;
+  bool storage_capacity = false;  // spec.storageCapacity
+};
+
 // A coordination.k8s.io/v1 Lease, for leader election.
 struct Lease {
   ObjectMeta meta;

@@ -2,6 +2,8 @@
 // a few lines each, and no Debian library validates UTF-8 the way Go's encoders repair it.
 #include "base/text.hpp"
 
+#include <openssl/sha.h>
+
 #include <cstdio>
 
 std::string OneLine(std::string text) {
@@ -53,4 +55,16 @@ std::string HumanBytes(uint64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
   return buf;
+}
+
+std::string Sha256Hex(const std::string& text, size_t hex_digits) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < SHA256_DIGEST_LENGTH && out.size() < hex_digits; ++i) {
+    out += kHex[digest[i] >> 4];
+    if (out.size() < hex_digits) out += kHex[digest[i] & 15];
+  }
+  return out;
 }

@@ -23,3 +23,7 @@ std::string ValidUtf8(const std::string& text);
 
 // "10.0 GiB" (binary units, one decimal; whole bytes as "512 B"), for messages.
 std::string HumanBytes(uint64_t bytes);
+
+// The first `hex_digits` (at most 64) lower-case hex digits of the SHA-256 of `text` (OpenSSL):
+// a short name that two texts alike at the start still get apart.
+std::string Sha256Hex(const std::string& text, size_t hex_digits);

@@ -25,7 +25,7 @@ int64_t NowMs() {
 // made by this instance (or on every node, or shared); "" for any other.
 std::string PromisedRoot(const Config& cfg, const Volume& v) {
   auto by = v.meta.annotations.find(ann::kProvisionedBy);
-  if (by == v.meta.annotations.end() || by->second != cfg.provisioner_name) return "";
+  if (by == v.meta.annotations.end() || !cfg.Ours(by->second)) return "";
   auto node = v.meta.annotations.find(ann::kNode);
   const std::string made_on = node == v.meta.annotations.end() ? "" : node->second;
   if (made_on != cfg.node_name && !OnAllNodes(v) && !IsShared(v)) return "";
@@ -56,6 +56,7 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
                [this](const std::string& k, const StorageClass*) { OnClass(k); }),
       dispatcher_(cfg_, ep_, &classes_),
       node_cleanup_(cfg_, ep_, &volumes_, &recorder_),
+      capacity_(cfg_, ep_, &classes_, roots_, space_, &promises_, [this] { return may_act_(); }),
       usage_(cfg.usage_scan_seconds, roots, &recorder_, [this](const std::string& v) { return UsageTargetOf(v); },
              [this](const std::string& v, uint64_t used) { promises_.SetUsed(v, used); }),
       cloner_(roots_, &recorder_, [this](const std::string& key) { queue_.Add(key); }, [this] { return WorkersBusy(); }),
@@ -81,6 +82,8 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
   claims_.SetSelections({ClaimSelection(cfg_)});
   volumes_.SetSelections(VolumeSelections(cfg_));
   maker_.SetSpaceNote([this](const std::string& root) { return ArchivesNote(archives_.Now(root)); });
+  // The scheduler chose this node for a claim that does not fit: the figure it read is too high.
+  maker_.SetNoRoom([this] { capacity_.Changed(true); });
   for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
 }
 
@@ -104,6 +107,7 @@ Status Controller::Start() {
       !s.ok())
     return s;
   if (!cfg_.node_name.empty() && dispatch_lease_) dispatcher_.Start(*dispatch_lease_);
+  capacity_.Start(capacity_ns_, [this] { return Synced(); });
   for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
   if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
   return Status::Ok();
@@ -158,6 +162,7 @@ void Controller::Stop() {
   cloner_.Stop();
   usage_.Stop();
   dispatcher_.Stop();
+  capacity_.Stop();
   recorder_.Stop();
   node_cleanup_.Stop();
   claims_.Stop();
@@ -212,6 +217,7 @@ void Controller::OnVolume(const std::string& name, const Volume* now) {
   usage_.Track(name, Measured(cfg_, now));
   if (now == nullptr)  // space freed: claims that did not fit try again now
     for (const std::string& key : space_waiters_.TakeAll()) queue_.Add("claim/" + key);
+  if (!promised_root.empty() || now == nullptr) capacity_.Changed(now == nullptr);  // room made or taken
   if (now == nullptr || DecideVolume(cfg_, *now).kind != Action::kNothing) queue_.Add("volume/" + name);
 }
 
@@ -224,6 +230,7 @@ std::optional<UsageTarget> Controller::UsageTargetOf(const std::string& name) co
 // A class appeared or changed: claims of that class that failed may now succeed.
 void Controller::OnClass(const std::string& name) {
   dispatcher_.ClassChanged(name);
+  capacity_.Changed(false);
   if (!claims_.Synced() || !classes_.Get(name)) return;
   claims_.ForEach([&](const Claim& c) {
     if (c.storage_class_name == name && c.volume_name.empty()) queue_.Add("claim/" + KeyOf(c.meta));

@@ -29,6 +29,7 @@
 #include "control/clone/cloner.hpp"
 #include "control/clone/cloning.hpp"
 #include "control/remove/deleter.hpp"
+#include "control/nodes/capacity_publisher.hpp"
 #include "control/nodes/dispatcher.hpp"
 #include "control/nodes/every_node.hpp"
 #include "control/expander.hpp"
@@ -59,6 +60,10 @@ class Controller {
   // Node-aware mode: the Lease that elects the claim dispatcher (dispatcher.hpp). Set before
   // Start; without it no instance labels claims, and this one sees only labelled ones.
   void SetDispatchLease(Dispatcher::LeaseSpec lease) { dispatch_lease_ = std::move(lease); }
+
+  // Node-aware with CAPACITY_PROVISIONER_NAME: the namespace of this node's CSIStorageCapacity
+  // objects (capacity_publisher.hpp). Set before Start.
+  void PublishCapacityIn(std::string ns) { capacity_ns_ = std::move(ns); }
 
   // Starts the watches and the workers (node-aware: after labelling this node's PVs made before
   // the node label, volume_labels.hpp). Node-aware with a dispatch Lease, it first asks whether
@@ -104,6 +109,7 @@ class Controller {
   const UsageScanner& usage() const { return usage_; }
   const ArchivePass& archives() const { return archives_; }
   Dispatcher& dispatcher() { return dispatcher_; }
+  const CapacityPublisher& capacity() const { return capacity_; }
   // How many claims and PVs the caches hold (node-aware: this node's and the shared ones).
   size_t CachedClaims() const { return claims_.Size(); }
   size_t CachedVolumes() const { return volumes_.Size(); }
@@ -158,6 +164,8 @@ class Controller {
   std::string dispatch_fallback_;  // under fallback_mu_; set in Start
   Dispatcher dispatcher_;     // node-aware mode only
   NodeCleanup node_cleanup_;  // only with DELETED_NODE_CLEANUP_DELAY
+  std::string capacity_ns_;
+  CapacityPublisher capacity_;  // only with CAPACITY_PROVISIONER_NAME
   std::thread resync_;
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -3,9 +3,9 @@
 // OpenSSL's SHA-256 (a pure function) tells cut names apart.
 #include "decide/archive_name.hpp"
 
-#include <openssl/sha.h>
-
 #include <ctime>
+
+#include "base/text.hpp"
 
 namespace {
 
@@ -41,19 +41,6 @@ bool EndsWith(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// Hex of the first kHashHex / 2 bytes of the SHA-256 of `text`.
-std::string ShortHash(const std::string& text) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
-  static const char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < kHashHex / 2; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
-}
-
 }  // namespace
 
 std::string ArchiveDirPart(const std::string& dir_name) {
@@ -61,7 +48,7 @@ std::string ArchiveDirPart(const std::string& dir_name) {
   // Cut: two long names that begin alike must not get one directory part (an event would name
   // the other volume's archive). '~' is in no volume's directory name (DNS names, a pattern's
   // lower-case parts), so a cut part is never an uncut one either.
-  if (out.size() > kDirMax) out = out.substr(0, kDirMax - kHashHex - 1) + "~" + ShortHash(dir_name);
+  if (out.size() > kDirMax) out = out.substr(0, kDirMax - kHashHex - 1) + "~" + Sha256Hex(dir_name, kHashHex);
   for (char& c : out)
     if (c == '/') c = '_';
   return out;

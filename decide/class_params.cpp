@@ -24,7 +24,7 @@ bool ParseUnsigned(const std::string& s, int base, unsigned long max, unsigned l
 }  // namespace
 
 bool ClassIsShared(const Config& cfg, const StorageClass* sc) {
-  if (cfg.node_name.empty() || sc == nullptr || sc->provisioner != cfg.provisioner_name) return false;
+  if (cfg.node_name.empty() || sc == nullptr || !cfg.Ours(sc->provisioner)) return false;
   auto param = [&](const char* key) {
     auto it = sc->parameters.find(key);
     return it == sc->parameters.end() ? std::string() : it->second;
@@ -34,7 +34,7 @@ bool ClassIsShared(const Config& cfg, const StorageClass* sc) {
 }
 
 bool ClassHasPathPattern(const Config& cfg, const StorageClass* sc) {
-  return sc != nullptr && sc->provisioner == cfg.provisioner_name && sc->parameters.count("pathPattern") > 0;
+  return sc != nullptr && cfg.Ours(sc->provisioner) && sc->parameters.count("pathPattern") > 0;
 }
 
 std::string ParseClassParameters(const Config& cfg, const StorageClass& sc, ClassParameters* out) {

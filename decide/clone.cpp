@@ -52,7 +52,7 @@ std::string SourceProblem(const Config& cfg, const std::string& key, const Clone
   if (src.volume == nullptr) return the + "names volume " + src.claim->volume_name + ", which is not found: this claim waits for it";
   *retry = *pending = false;
   const std::string by = Annotation(src.volume->meta, ann::kProvisionedBy);
-  if (by != cfg.provisioner_name)
+  if (!cfg.Ours(by))
     return the + "has volume " + src.volume->meta.name + ", which " + (by.empty() ? "no provisioner made" : "was made by " + by) +
            ": " + cfg.provisioner_name + " clones only volumes it made";
   if (src.volume->claim_ref.uid != src.claim->meta.uid)

@@ -26,7 +26,7 @@ Expansion DecideExpansion(const Config& cfg, const Claim& claim, const StorageCl
   if (!want.ok() || !have.ok() || *want <= *have) return nothing("no expansion asked");
   if (v == nullptr || v->meta.name != claim.volume_name) return nothing("volume " + claim.volume_name + " not known");
   auto by = v->meta.annotations.find(ann::kProvisionedBy);
-  if (by == v->meta.annotations.end() || by->second != cfg.provisioner_name) return nothing("volume not ours");
+  if (by == v->meta.annotations.end() || !cfg.Ours(by->second)) return nothing("volume not ours");
   if (v->claim_ref.uid != claim.meta.uid) return nothing("volume bound to another claim");
   if (OnAllNodes(*v)) {
     if (!HasFinalizer(v->meta, NodeFinalizer(cfg.node_name))) {

@@ -27,7 +27,7 @@ std::string ClaimNode(const Claim& claim) {
 bool ClaimIsOurs(const Config& cfg, const Claim& claim) {
   for (const char* key : {ann::kStorageProvisioner, ann::kBetaStorageProvisioner}) {
     auto it = claim.meta.annotations.find(key);
-    if (it != claim.meta.annotations.end() && it->second == cfg.provisioner_name) return true;
+    if (it != claim.meta.annotations.end() && cfg.Ours(it->second)) return true;
   }
   return false;
 }

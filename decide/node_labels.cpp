@@ -38,7 +38,7 @@ std::string NodeLabelValue(const std::string& node) {
 }
 
 std::string VolumeLabel(const Config& cfg, const Volume& v) {
-  if (cfg.node_name.empty() || Annotation(v.meta, ann::kProvisionedBy) != cfg.provisioner_name) return "";
+  if (cfg.node_name.empty() || !cfg.Ours(Annotation(v.meta, ann::kProvisionedBy))) return "";
   if (OnAllNodes(v)) return node_label::kAll;
   if (IsShared(v)) return node_label::kShared;
   const std::string node = Annotation(v.meta, ann::kNode);
@@ -66,7 +66,7 @@ std::string ClaimSelection(const Config& cfg) {
 }
 
 std::optional<std::string> DispatchLabel(const Config& cfg, const Claim& claim, const StorageClass* sc) {
-  const bool our_class = sc != nullptr && sc->provisioner == cfg.provisioner_name;
+  const bool our_class = sc != nullptr && cfg.Ours(sc->provisioner);
   // A class known to be another provisioner's decides, whatever the claim's annotations say (a
   // tenant may set the beta one to another install's name: both dispatchers would then label).
   if (claim.meta.deleting || (!our_class && (sc != nullptr || !ClaimIsOurs(cfg, claim)))) return std::nullopt;

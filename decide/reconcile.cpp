@@ -45,7 +45,7 @@ bool IsUuid(const std::string& s) {
 Volume BuildVolume(const Config& cfg, const Claim& claim, const StorageClass& sc, const ClassParameters& params) {
   Volume v;
   v.meta.name = VolumeNameFor(claim);
-  v.meta.annotations[ann::kProvisionedBy] = cfg.provisioner_name;
+  v.meta.annotations[ann::kProvisionedBy] = sc.provisioner;  // one of our names: the class's
   v.meta.annotations[ann::kPvDir] = params.root;
   if (params.require_mount) v.meta.annotations[ann::kRequireMount] = "true";
   if (params.all_nodes) {
@@ -136,7 +136,7 @@ Action DecideClaim(const Config& cfg, const Claim& claim, const StorageClass* sc
   const char* failed = reason::kProvisioningFailed;
   const std::string node = ClaimNode(claim);
   // A claim of a class that puts a directory on every node: any instance may make its PV.
-  const bool all_nodes = sc != nullptr && sc->provisioner == cfg.provisioner_name &&
+  const bool all_nodes = sc != nullptr && cfg.Ours(sc->provisioner) &&
                          sc->parameters.count("nodes") && sc->parameters.at("nodes") == "all";
   // A shared volume (a root every host mounts): any instance may make it, whatever node the
   // claim names; the PV create is atomic, so one does.
@@ -197,7 +197,7 @@ Action DecideClaimHere(const Config& cfg, const Claim& claim, const StorageClass
   if (sc == nullptr)
     return Fail(failed, "StorageClass \"" + claim.storage_class_name + "\" not found: create it (the claim waits for it), "
                         "or create the claim again with an existing class");
-  if (sc->provisioner != cfg.provisioner_name)
+  if (!cfg.Ours(sc->provisioner))
     return Nothing("class " + sc->meta.name + " belongs to provisioner " + sc->provisioner);
   if (claim.volume_mode == "Block")
     return Fail(failed, "volumeMode Block is not supported: hostPath volumes are directories; create the claim again with "
@@ -360,7 +360,7 @@ Action DecideOnEveryNode(const Config& cfg, const Volume& v, const StorageClass*
 Action DecideVolume(const Config& cfg, const Volume& v, const StorageClass* sc) {
   using reconcile_detail::Nothing;
   auto by = v.meta.annotations.find(ann::kProvisionedBy);
-  if (by == v.meta.annotations.end() || by->second != cfg.provisioner_name) return Nothing("not provisioned by us");
+  if (by == v.meta.annotations.end() || !cfg.Ours(by->second)) return Nothing("not provisioned by us");
   if (OnAllNodes(v)) return DecideOnEveryNode(cfg, v, sc);
   auto made_on = v.meta.annotations.find(ann::kNode);
   const std::string node = made_on == v.meta.annotations.end() ? "" : made_on->second;

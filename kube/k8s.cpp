@@ -85,10 +85,11 @@ Status KubeApi::SetVolumeCapacity(const Volume& v, const std::string& capacity) 
   return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
 }
 
-Status KubeApi::GetNode(const std::string& name) {
-  return Check(conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json",
-                              std::chrono::seconds(0), kMaxObjectBytes),
-               "get Node " + name);
+Result<Node> KubeApi::GetNode(const std::string& name) {
+  auto r = conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json", std::chrono::seconds(0),
+                          kMaxObjectBytes);
+  if (Status s = Check(r, "get Node " + name); !s.ok()) return s;
+  return FromJsonText<Node>(r->body);
 }
 
 Status KubeApi::DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid) {
@@ -124,4 +125,28 @@ Result<Lease> KubeApi::UpdateLease(const Lease& l, std::chrono::seconds timeout)
                           timeout);
   if (Status s = Check(r, "update lease " + l.meta.namespace_ + "/" + l.meta.name); !s.ok()) return s;
   return FromJsonText<Lease>(r->body);
+}
+
+Result<StorageCapacity> KubeApi::CreateStorageCapacity(const StorageCapacity& c) {
+  auto r = conn_->Request("POST", api::StorageCapacities(c.meta.namespace_), StorageCapacityToJson(c));
+  if (Status s = Check(r, "create CSIStorageCapacity " + c.meta.namespace_ + "/" + c.meta.name); !s.ok()) return s;
+  return FromJsonText<StorageCapacity>(r->body);
+}
+
+Result<StorageCapacity> KubeApi::UpdateStorageCapacity(const StorageCapacity& c) {
+  auto r = conn_->Request("PUT", api::StorageCapacities(c.meta.namespace_) + "/" + c.meta.name, StorageCapacityToJson(c));
+  if (Status s = Check(r, "update CSIStorageCapacity " + c.meta.namespace_ + "/" + c.meta.name); !s.ok()) return s;
+  return FromJsonText<StorageCapacity>(r->body);
+}
+
+Status KubeApi::DeleteStorageCapacity(const std::string& ns, const std::string& name) {
+  auto r = conn_->Request("DELETE", api::StorageCapacities(ns) + "/" + name);
+  if (r.ok() && r->status == 404) return Status::Ok();
+  return Check(r, "delete CSIStorageCapacity " + ns + "/" + name);
+}
+
+Result<CsiDriver> KubeApi::GetCsiDriver(const std::string& name) {
+  auto r = conn_->Request("GET", std::string(api::kCsiDrivers) + "/" + name);
+  if (Status s = Check(r, "get CSIDriver " + name); !s.ok()) return s;
+  return FromJsonText<CsiDriver>(r->body);
 }

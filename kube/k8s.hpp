@@ -21,6 +21,10 @@ inline constexpr const char* kClasses = "/apis/storage.k8s.io/v1/storageclasses"
 inline constexpr const char* kNodes = "/api/v1/nodes";
 inline std::string Events(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/events"; }
 inline std::string Leases(const std::string& ns) { return "/apis/coordination.k8s.io/v1/namespaces/" + ns + "/leases"; }
+inline std::string StorageCapacities(const std::string& ns) {
+  return "/apis/storage.k8s.io/v1/namespaces/" + ns + "/csistoragecapacities";
+}
+inline constexpr const char* kCsiDrivers = "/apis/storage.k8s.io/v1/csidrivers";
 // A value for a query string, percent-encoded (as cpp-httplib's encode_query_param does).
 std::string QueryEscape(const std::string& v);
 }  // namespace api
@@ -127,8 +131,8 @@ class KubeApi {
   // (else kConflict: an instance with an older view never sets an older size).
   Status SetVolumeCapacity(const Volume& v, const std::string& capacity);
 
-  // Does the Node exist? (kNotFound when it does not.)
-  Status GetNode(const std::string& name);
+  // The Node (kNotFound when it does not exist).
+  Result<Node> GetNode(const std::string& name);
 
   // DELETE the claim if its uid is still `uid`. NotFound is ok (already gone).
   Status DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid);
@@ -145,6 +149,15 @@ class KubeApi {
   // resourceVersion changed meanwhile). Returns the lease as stored.
   Result<Lease> CreateLease(const Lease& l);
   Result<Lease> UpdateLease(const Lease& l, std::chrono::seconds timeout = std::chrono::seconds(30));
+
+  // CSIStorageCapacity objects: create (kConflict if the name exists), replace (kConflict if
+  // its resourceVersion changed meanwhile, kNotFound if it went), delete (gone already: ok).
+  // Each returns the object as stored.
+  Result<StorageCapacity> CreateStorageCapacity(const StorageCapacity& c);
+  Result<StorageCapacity> UpdateStorageCapacity(const StorageCapacity& c);
+  Status DeleteStorageCapacity(const std::string& ns, const std::string& name);
+
+  Result<CsiDriver> GetCsiDriver(const std::string& name);
 
  private:
   ApiConnection* conn_;

@@ -298,6 +298,35 @@ Status Read(const Fields& top, Event* e) {
 
 Status Read(const Fields& top, Node* n) { return ReadMeta(top, &n->meta); }
 
+Status Read(const Fields& top, StorageCapacity* c) {
+  K8S_JSON_TRY(ReadMeta(top, &c->meta));
+  K8S_JSON_TRY(top.String("storageClassName", &c->storage_class));
+  K8S_JSON_TRY(top.QuantityText("capacity", &c->capacity));
+  K8S_JSON_TRY(top.QuantityText("maximumVolumeSize", &c->maximum_volume_size));
+  Fields topology(nullptr, ""), meta(nullptr, "");
+  K8S_JSON_TRY(top.Sub("nodeTopology", &topology));
+  std::map<std::string, std::string> match;
+  K8S_JSON_TRY(topology.StringMap("matchLabels", &match));
+  if (auto it = match.find(ann::kHostnameLabel); it != match.end()) c->node = it->second;
+  // The Node among its owners (the only owner this program gives it).
+  K8S_JSON_TRY(top.Sub("metadata", &meta));
+  if (const Value* refs = meta.Find("ownerReferences"); refs != nullptr && refs->is<picojson::array>())
+    for (const Value& ref : refs->get<picojson::array>()) {
+      Fields owner(&ref, "metadata.ownerReferences[]");
+      std::string kind;
+      K8S_JSON_TRY(owner.String("kind", &kind));
+      if (kind == "Node") K8S_JSON_TRY(owner.String("uid", &c->owner_node_uid));
+    }
+  return Status::Ok();
+}
+
+Status Read(const Fields& top, CsiDriver* d) {
+  K8S_JSON_TRY(ReadMeta(top, &d->meta));
+  Fields spec(nullptr, "");
+  K8S_JSON_TRY(top.Sub("spec", &spec));
+  return spec.Bool("storageCapacity", &d->storage_capacity);
+}
+
 Status Read(const Fields& top, Lease* l) {
   K8S_JSON_TRY(ReadMeta(top, &l->meta));
   Fields spec(nullptr, "");
@@ -317,6 +346,8 @@ const char* KindOf(const StorageClass*) { return "StorageClass"; }
 const char* KindOf(const Event*) { return "Event"; }
 const char* KindOf(const Lease*) { return "Lease"; }
 const char* KindOf(const Node*) { return "Node"; }
+const char* KindOf(const StorageCapacity*) { return "CSIStorageCapacity"; }
+const char* KindOf(const CsiDriver*) { return "CSIDriver"; }
 
 }  // namespace
 }  // namespace k8s_json_detail
@@ -451,4 +482,6 @@ K8S_JSON_KIND(StorageClass)
 K8S_JSON_KIND(Event)
 K8S_JSON_KIND(Lease)
 K8S_JSON_KIND(Node)
+K8S_JSON_KIND(StorageCapacity)
+K8S_JSON_KIND(CsiDriver)
 #undef K8S_JSON_KIND

@@ -17,7 +17,7 @@ class value;
 }  // namespace picojson
 
 // The templates below are defined in k8s_json.cpp for T = Claim, Volume, StorageClass, Event,
-// Lease and Node (the kinds this program reads).
+// Lease, Node, StorageCapacity and CsiDriver (the kinds this program reads).
 
 // An object (Claim, Volume, StorageClass, Event or Lease) from its JSON. Absent or null fields
 // stay empty; a field of the wrong JSON type, a non-object, or a different "kind" is an error
@@ -80,6 +80,11 @@ std::string DeleteIfUidJson(const std::string& uid);
 // A coordination.k8s.io/v1 Lease as JSON text (metadata.resourceVersion when set, so that an
 // update is refused if the lease changed meanwhile).
 std::string LeaseToJson(const Lease& l);
+
+// A storage.k8s.io/v1 CSIStorageCapacity as JSON text: metadata (with resourceVersion when set,
+// and an ownerReference to the Node when owner_node_uid is set), storageClassName,
+// nodeTopology (matchLabels kubernetes.io/hostname), capacity and maximumVolumeSize when set.
+std::string StorageCapacityToJson(const StorageCapacity& c);
 
 // One line for logs and events from an error answer. A metav1.Status body gives
 // "<message> (<reason>, <http_code>)", e.g. `persistentvolumes "x" already exists

@@ -178,3 +178,17 @@ std::string LeaseToJson(const Lease& l) {
                       {"metadata", MetaValue(l.meta)}, {"spec", Value(std::move(spec))}})
       .serialize();
 }
+
+std::string StorageCapacityToJson(const StorageCapacity& c) {
+  using namespace k8s_json_detail;
+  Value meta = MetaValue(c.meta);
+  if (!c.owner_node_uid.empty())
+    meta.get<Object>()["ownerReferences"] = Value(picojson::array{Value(Object{
+        {"apiVersion", Str("v1")}, {"kind", Str("Node")}, {"name", Str(c.node)}, {"uid", Str(c.owner_node_uid)}})});
+  Object out{{"apiVersion", Str("storage.k8s.io/v1")}, {"kind", Str("CSIStorageCapacity")}, {"metadata", std::move(meta)},
+             {"storageClassName", Str(c.storage_class)},
+             {"nodeTopology", Value(Object{{"matchLabels", Value(Object{{ann::kHostnameLabel, Str(c.node)}})}})}};
+  SetIfSet(&out, "capacity", c.capacity);
+  SetIfSet(&out, "maximumVolumeSize", c.maximum_volume_size);
+  return Value(std::move(out)).serialize();
+}

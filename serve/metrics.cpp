@@ -164,6 +164,15 @@ std::string MetricsText(Controller& controller, RequestCounter& requests, const 
   o << "# HELP " << p << "dispatch_fallback 1 when this instance watches every claim because its RBAC lacks what the "
     << "dispatch needs (the log says what; node-aware mode).\n# TYPE " << p << "dispatch_fallback gauge\n" << p
     << "dispatch_fallback " << (controller.DispatchFallback().empty() ? 0 : 1) << "\n";
+  if (controller.capacity().Enabled()) {
+    o << "# HELP " << p << "capacity_writes_total Writes of this node's CSIStorageCapacity objects (creates, "
+      << "updates, deletes).\n# TYPE " << p << "capacity_writes_total counter\n" << p << "capacity_writes_total "
+      << controller.capacity().Writes() << "\n";
+    o << "# HELP " << p << "capacity_bytes The room for a new volume of each class on this node, as last published "
+      << "for the scheduler.\n# TYPE " << p << "capacity_bytes gauge\n";
+    for (const auto& [cls, bytes] : controller.capacity().Published())
+      o << p << "capacity_bytes{storageclass=\"" << Label(cls) << "\"} " << bytes << "\n";
+  }
   o << "# HELP " << p << "watch_objects_total Claims, PVs and classes received by the watches (events and listed "
     << "objects).\n# TYPE " << p << "watch_objects_total counter\n" << p << "watch_objects_total "
     << controller.WatchReceived() << "\n";

@@ -29,6 +29,7 @@ std::optional<Outcome> VolumeMaker::Prepare(WorkerApi& w, const Claim& claim, co
                                                    static_cast<uint64_t>(a.request_bytes), *available, a.overcommit);
         !shortfall.empty()) {
       space_waiters_->Insert(KeyOf(claim.meta));
+      if (no_room_) no_room_();
       return Failed(w, claim, "cannot provision " + claim.storage_request + " under " + a.root + ": " + shortfall + "; " +
                                   SpaceAdvice(false, a.overcommit, a.volume.storage_class_name) +
                                   (space_note_ ? space_note_(a.root) : ""),

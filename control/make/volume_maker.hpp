@@ -44,6 +44,8 @@ class VolumeMaker {
   // What a root's archive folder holds, for the message of a claim that does not fit ("" when
   // nothing; archives.hpp's ArchivesNote). Set before the first Prepare; by default nothing.
   void SetSpaceNote(std::function<std::string(const std::string& root)> note) { space_note_ = std::move(note); }
+  // Called when a claim does not fit its root (before its failure is told).
+  void SetNoRoom(std::function<void()> no_room) { no_room_ = std::move(no_room); }
 
   Outcome Create(WorkerApi& w, const Claim& claim, const Action& a, const Root& root, const MadeDir& made,
                  std::chrono::steady_clock::time_point start, const std::string& clone_method);
@@ -73,4 +75,5 @@ class VolumeMaker {
   EventRecorder* recorder_;
   ControllerStats* stats_;
   std::function<std::string(const std::string& root)> space_note_;
+  std::function<void()> no_room_;
 };

@@ -118,7 +118,7 @@ Status EveryNodeSteps::Archive(const Action& a, std::string* done) {
 Status EveryNodeSteps::AnyHolderExists(KubeApi& api, const Volume& v, bool* any) {
   *any = false;
   for (const std::string& node : FinalizerNodes(v)) {
-    Status s = api.GetNode(node);
+    Status s = api.GetNode(node).status();
     if (s.ok()) {
       *any = true;
       return s;
@@ -133,7 +133,7 @@ Status EveryNodeSteps::PruneGone(KubeApi& api, const Volume& v, const Involved& 
   *others_left = false;
   for (const std::string& node : FinalizerNodes(v)) {
     if (node == cfg_.node_name) continue;
-    Status s = api.GetNode(node);
+    Status s = api.GetNode(node).status();
     if (s.code() == Status::kNotFound) {
       gone.push_back(node);
     } else if (s.ok()) {

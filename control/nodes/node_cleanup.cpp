@@ -38,7 +38,7 @@ void NodeCleanup::Stop() {
 }
 
 Status NodeCleanup::CleanUp(KubeApi& api, const std::string& node) {
-  if (Status s = api.GetNode(node); s.code() != Status::kNotFound) return s;  // back, or the API cannot say: not now
+  if (Status s = api.GetNode(node).status(); s.code() != Status::kNotFound) return s;  // back, or the API cannot say: not now
   std::set<std::string> names;
   volumes_->ForEach([&](const Volume& v) {  // shared ones, and ours from before the node label
     if (NodeOfOurs(v) == node) names.insert(v.meta.name);
@@ -142,6 +142,6 @@ bool NodeCleanup::NodesOfLabelledVolumes(KubeApi& api, std::set<std::string>* no
 std::string NodeCleanup::NodeOfOurs(const Volume& v) const {
   auto by = v.meta.annotations.find(ann::kProvisionedBy);
   auto node = v.meta.annotations.find(ann::kNode);
-  if (by == v.meta.annotations.end() || by->second != cfg_.provisioner_name || node == v.meta.annotations.end()) return "";
+  if (by == v.meta.annotations.end() || !cfg_.Ours(by->second) || node == v.meta.annotations.end()) return "";
   return node->second;
 }

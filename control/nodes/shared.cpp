@@ -15,7 +15,7 @@ Status Logged(const Volume& v, const Status& s) {
 
 Status SharedSteps::Adopt(KubeApi& api, const Volume& v, const std::string& holder, const Involved& pv, bool* taken) {
   *taken = false;
-  Status s = api.GetNode(holder);
+  Status s = api.GetNode(holder).status();
   if (s.ok()) return s;
   if (s.code() != Status::kNotFound) return Logged(v, s);
   if (s = api.SetVolumeAnnotation(v, ann::kNode, cfg_.node_name); !s.ok()) {
