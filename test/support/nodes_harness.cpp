@@ -21,6 +21,7 @@ Nodes::Nodes(std::vector<std::string> fake_args, const std::string& rbac_yaml) {
 void Nodes::Start(const std::string& node, std::map<std::string, std::string> env) {
   ::mkdir(Root(node).c_str(), 0755);
   env.emplace("NODE_NAME", node);
+  env.emplace("CAPACITY_PROVISIONER_NAME", kCapacityProvisioner);  // as manifests/daemonset/ sets it
   instances[node] = std::make_unique<Provisioner>(*api, Root(node), env);
 }
 
@@ -28,6 +29,7 @@ void Nodes::StartShared(const std::string& node, std::map<std::string, std::stri
   ::mkdir(Root(node).c_str(), 0755);
   ::mkdir(SharedRoot().c_str(), 0755);
   env.emplace("NODE_NAME", node);
+  env.emplace("CAPACITY_PROVISIONER_NAME", kCapacityProvisioner);
   env.emplace("NODE_ROOT", Root(node));
   instances[node] = std::make_unique<Provisioner>(
       *api, SharedRoot(), env, std::vector<std::string>{},

@@ -16,6 +16,10 @@ constexpr const char* kClaims = "/api/v1/namespaces/default/persistentvolumeclai
 
 // One fake API server with the DaemonSet's RBAC (or the one in `rbac_yaml`: an older version's,
 // a cluster admin's own), and a root directory per node.
+// The DaemonSet's CAPACITY_PROVISIONER_NAME, which Start gives every instance (as shipped), and
+// the provisioner of manifests/daemonset/storageclass.yaml.
+inline constexpr const char* kCapacityProvisioner = "hostpath.hostpath-provisioner.io";
+
 struct Nodes {
   TempDir tmp;
   std::unique_ptr<FakeApi> api;

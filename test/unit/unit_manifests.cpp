@@ -66,8 +66,8 @@ bool ValidName(const std::string& s) {
 // What `kubectl create -f manifests/` reads: every *.yaml, *.yml and *.json directly in the folder.
 const char* kInstalled[] = {"manifests/deployment.yaml", "manifests/rbac.yaml", "manifests/storageclass.yaml"};
 // What `kubectl create -f manifests/daemonset/` reads, the node-aware alternative.
-const char* kInstalledDaemonSet[] = {"manifests/daemonset/daemonset.yaml", "manifests/daemonset/rbac.yaml",
-                                     "manifests/daemonset/storageclass.yaml"};
+const char* kInstalledDaemonSet[] = {"manifests/daemonset/csidriver.yaml", "manifests/daemonset/daemonset.yaml",
+                                     "manifests/daemonset/rbac.yaml", "manifests/daemonset/storageclass.yaml"};
 const char* kExamples[] = {"examples/clone-claim.yaml", "examples/test-claim.yaml", "examples/test-pod.yaml"};
 
 // The files directly in `dir` that `kubectl create -f dir` would read, sorted.
@@ -91,7 +91,7 @@ int CheckObjects(const std::vector<std::string>& files) {
   std::map<std::string, bool> namespaced = {{"ServiceAccount", true}, {"ClusterRole", false}, {"ClusterRoleBinding", false},
                                             {"Role", true},           {"RoleBinding", true},   {"Deployment", true},
                                             {"DaemonSet", true},      {"StorageClass", false}, {"PersistentVolumeClaim", true},
-                                            {"Pod", true},            {"Lease", true}};
+                                            {"Pod", true},            {"Lease", true},         {"CSIDriver", false}};
   int objects = 0;
   for (const std::string& f : files) {
     for (const picojson::value& d : Docs(f)) {
@@ -287,6 +287,7 @@ class Discovery {
         {"/apis/rbac.authorization.k8s.io/v1", "rolebindings", "RoleBinding", true},
         {"/apis/storage.k8s.io/v1", "storageclasses", "StorageClass", false},
         {"/apis/coordination.k8s.io/v1", "leases", "Lease", true},
+        {"/apis/storage.k8s.io/v1", "csidrivers", "CSIDriver", false},
     };
     std::map<std::string, picojson::array> lists;
     for (const Type& t : types) {
@@ -392,12 +393,13 @@ TEST_CASE("the install is exactly the manifests, each object has apiVersion, kin
     }
 }
 
-TEST_CASE("the node-aware install is exactly manifests/daemonset/: eight objects, no kustomization among them", "[manifests]") {
+TEST_CASE("the node-aware install is exactly manifests/daemonset/: nine objects, no kustomization among them", "[manifests]") {
   CHECK(KubectlReads("manifests/daemonset") ==
         std::vector<std::string>(std::begin(kInstalledDaemonSet), std::end(kInstalledDaemonSet)));
-  CHECK(CheckObjects(KubectlReads("manifests/daemonset")) == 8);
+  CHECK(CheckObjects(KubectlReads("manifests/daemonset")) == 9);
   CHECK(Sorted(ObjectIds(KubectlReads("manifests/daemonset"))) ==
-        Sorted({"ClusterRole hostpath-provisioner", "ClusterRoleBinding hostpath-provisioner",
+        Sorted({"CSIDriver hostpath.hostpath-provisioner.io", "ClusterRole hostpath-provisioner",
+                "ClusterRoleBinding hostpath-provisioner",
                 "DaemonSet kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
                 "Lease kube-system/hostpath-provisioner.io-hostpath-dispatch", "Role kube-system/hostpath-provisioner",
                 "RoleBinding kube-system/hostpath-provisioner", "StorageClass hostpath"}));
@@ -412,7 +414,8 @@ TEST_CASE("the two installs share the names of their ServiceAccount, ClusterRole
   std::vector<std::string> node_aware = ObjectIds(KubectlReads("manifests/daemonset"));
   for (const std::string& id : node_aware) {
     INFO(id);
-    if (id.rfind("DaemonSet ", 0) == 0 || id.rfind("Lease ", 0) == 0) continue;  // the dispatch Lease is its own
+    // The dispatch Lease and the CSIDriver are its own.
+    if (id.rfind("DaemonSet ", 0) == 0 || id.rfind("Lease ", 0) == 0 || id.rfind("CSIDriver ", 0) == 0) continue;
     CHECK(std::count(single.begin(), single.end(), id) == 1);
   }
   // The ServiceAccount both workloads run as is that one.
@@ -465,13 +468,28 @@ TEST_CASE("the StorageClass names the default provisioner and a valid reclaim po
   CHECK(Str(Find(claim, "PersistentVolumeClaim")->get("spec").get("storageClassName")) == Str(sc->get("metadata").get("name")));
 }
 
-TEST_CASE("the node-aware StorageClass waits for the first consumer, names the default provisioner and deletes", "[manifests]") {
+TEST_CASE("the node-aware StorageClass waits for the first consumer, names the capacity provisioner and deletes", "[manifests]") {
   auto docs = Docs("manifests/daemonset/storageclass.yaml");
   REQUIRE(docs.size() == 1);  // the second class is a commented example
   const picojson::value* sc = Find(docs, "StorageClass");
   REQUIRE(sc);
   CHECK(Str(sc->get("metadata").get("name")) == "hostpath");
-  CHECK(Str(sc->get("provisioner")) == kDefaultProvisionerName);
+  // The DaemonSet's second name, which a CSIDriver with storageCapacity carries: the scheduler
+  // places its claims' pods by the capacity the instances publish.
+  auto ds_docs = Docs("manifests/daemonset/daemonset.yaml");
+  const picojson::value* ds = Find(ds_docs, "DaemonSet");
+  REQUIRE(ds);
+  std::map<std::string, std::string> env = EnvOf(ds->get("spec").get("template").get("spec").get("containers").get(0));
+  CHECK(env["PROVISIONER_NAME"] == kDefaultProvisionerName);
+  CHECK(Str(sc->get("provisioner")) == env["CAPACITY_PROVISIONER_NAME"]);
+  auto driver_docs = Docs("manifests/daemonset/csidriver.yaml");
+  const picojson::value* driver = Find(driver_docs, "CSIDriver");
+  REQUIRE(driver);
+  CHECK(Str(driver->get("apiVersion")) == "storage.k8s.io/v1");
+  CHECK(Str(driver->get("metadata").get("name")) == env["CAPACITY_PROVISIONER_NAME"]);
+  CHECK(driver->get("spec").get("storageCapacity").get<bool>());
+  CHECK_FALSE(driver->get("spec").get("attachRequired").get<bool>());  // no CSI attach for hostPath/local volumes
+  CHECK_FALSE(driver->get("spec").get("podInfoOnMount").get<bool>());
   CHECK(sc->get("allowVolumeExpansion").get<bool>());
   // The scheduler picks the node (the pod's) and writes it into the claim: no annotation needed.
   CHECK(Str(sc->get("volumeBindingMode")) == "WaitForFirstConsumer");
@@ -593,7 +611,7 @@ TEST_CASE("the DaemonSet's pod is the Deployment's but for the environment and t
   CHECK(a.serialize(true) == b.serialize(true));
 }
 
-TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching and getting claims and getting nodes, and its Lease",
+TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching and getting claims, getting nodes and CSIDrivers, its Lease and its capacity objects",
           "[manifests]") {
   using Grant = std::tuple<std::string, std::string, std::string>;
   std::set<Grant> expected = {
@@ -606,14 +624,17 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
       {"", "persistentvolumes", "delete"},     {"", "persistentvolumes", "patch"},
       {"storage.k8s.io", "storageclasses", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
       {"", "events", "create"},                {"", "events", "patch"},
-      {"", "nodes", "get"},  // does a node holding a finalizer on a volume on every node still exist?
+      {"", "nodes", "get"},  // does a node holding a finalizer on a volume on every node still exist? its uid
+      {"storage.k8s.io", "csidrivers", "get"},  // does the scheduler read the capacity published?
   };
   CHECK(ClusterRoleGrants("manifests/daemonset/rbac.yaml") == expected);
-  // That is the single-node ClusterRole, plus the claim patch and get and the node get.
+  // That is the single-node ClusterRole, plus the claim patch and get, the node get and the
+  // CSIDriver get.
   std::set<Grant> base = ClusterRoleGrants("manifests/rbac.yaml");
   base.emplace("", "persistentvolumeclaims", "patch");
   base.emplace("", "persistentvolumeclaims", "get");
   base.emplace("", "nodes", "get");
+  base.emplace("storage.k8s.io", "csidrivers", "get");
   CHECK(base == expected);
 
   // The Role grants the dispatch Lease only, in the ServiceAccount's namespace (as base's);
@@ -629,7 +650,10 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
   // cannot limit by name, in a rule of its own.
   CHECK(role->get("rules").serialize() ==
         R"([{"apiGroups":["coordination.k8s.io"],"resourceNames":["hostpath-provisioner.io-hostpath-dispatch"],"resources":["leases"],"verbs":["get","update"]},)"
-        R"({"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["create"]}])");
+        R"({"apiGroups":["coordination.k8s.io"],"resources":["leases"],"verbs":["create"]},)"
+        // Its node's CSIStorageCapacity objects, in this namespace only (no get nor watch: it
+        // lists them once, by their label, and keeps what it wrote).
+        R"({"apiGroups":["storage.k8s.io"],"resources":["csistoragecapacities"],"verbs":["list","create","update","delete"]}])");
   const std::set<std::string> only = {LeaseNameFor(kDefaultProvisionerName) + "-dispatch"};
   CHECK(LeaseGrants("manifests/daemonset/rbac.yaml", "kube-system") ==
         std::map<std::string, std::set<std::string>>{{"get", only}, {"update", only}, {"create", {"*"}}});
@@ -685,7 +709,8 @@ TEST_CASE("kubectl create -f reads the objects expected from each folder, and no
                                  "Role kube-system/hostpath-provisioner", "RoleBinding kube-system/hostpath-provisioner",
                                  "StorageClass hostpath"});
   CHECK(KubectlCreateDryRun("manifests/daemonset/") ==
-        std::vector<std::string>{"Lease kube-system/hostpath-provisioner.io-hostpath-dispatch",
+        std::vector<std::string>{"CSIDriver hostpath.hostpath-provisioner.io",
+                                 "Lease kube-system/hostpath-provisioner.io-hostpath-dispatch",
                                  "DaemonSet kube-system/hostpath-provisioner", "ServiceAccount kube-system/hostpath-provisioner",
                                  "ClusterRole hostpath-provisioner", "ClusterRoleBinding hostpath-provisioner",
                                  "Role kube-system/hostpath-provisioner", "RoleBinding kube-system/hostpath-provisioner",
