@@ -63,6 +63,10 @@ void CapacityPublisher::Problem(const std::string& what, const std::string& mess
 void CapacityPublisher::Run() {
   ApiConnection conn(ep_);
   KubeApi api(&conn);
+  if (Status s = conn.Init(); !s.ok()) {
+    LogError("storage capacity: " + s.message());
+    return;
+  }
   using Clock = std::chrono::steady_clock;
   const auto interval = std::chrono::seconds(cfg_.capacity_interval_seconds);
   // The caches' first lists, before any figure (the promises come from the PVs' list).
