@@ -163,8 +163,9 @@ TEST_CASE("an image-only upgrade keeps the older RBAC (no Role for the dispatch 
   Nodes n({}, RbacWithout(rbac.path(), "role"));
   n.api->CreateYaml(ClassYaml("grow", "Delete") + "allowVolumeExpansion: true\n");
   n.api->CreateYaml(WffcClassYaml("wait"));
-  n.Start("node-a");
-  n.Start("node-b");
+  // The older DaemonSet's env too: no storage capacity (that RBAC has no Role for it either).
+  n.Start("node-a", {{"CAPACITY_PROVISIONER_NAME", ""}});
+  n.Start("node-b", {{"CAPACITY_PROVISIONER_NAME", ""}});
   std::string yaml = ClaimYaml("default", "on-b", "grow", "1Mi");
   yaml.replace(yaml.find("\n  namespace:"), 0, "\n  annotations:\n    hostpath-provisioner.io/node: node-b");
   n.api->CreateYaml(yaml);
