@@ -94,7 +94,8 @@ struct Cluster {
   Json Scheduled(const std::string& pod) {
     for (int i = 0; i < 1000; ++i) {
       if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      if (const Json* conds = fake::Path(Get(kPods + "/" + pod), {"status", "conditions"}))
+      const Json p = Get(kPods + "/" + pod);
+      if (const Json* conds = fake::Path(p, {"status", "conditions"}))
         for (const Json& c : conds->get<fake::JsonArray>())
           if (Str(c, {"type"}) == "PodScheduled") return c;
     }
@@ -377,4 +378,136 @@ subjects:
   CHECK(Str(elsewhere.body, {"message"}) ==
         "csistoragecapacities.storage.k8s.io is forbidden: User \"system:serviceaccount:kube-system:hostpath-provisioner\" "
         "cannot create resource \"csistoragecapacities\" in API group \"storage.k8s.io\" in the namespace \"default\"");
+}
+
+TEST_CASE("scheduler: a WaitForFirstConsumer claim goes only to a node with a CSIStorageCapacity large enough") {
+  Cluster c;
+  SECTION("10Gi fits only the 100Gi node") {
+    c.Consume("data", "10Gi");
+    CHECK(c.SelectedNode("data") == "b-big");
+  }
+  SECTION("512Mi fits either") {
+    c.Consume("data", "512Mi");
+    const std::string node = c.SelectedNode("data");
+    CHECK((node == "a-small" || node == "b-big"));
+  }
+  SECTION("exactly the capacity fits (capacity >= request)") {
+    c.Consume("data", "1Gi");
+    CHECK(c.SelectedNode("data") == "a-small");
+  }
+  SECTION("500Gi fits nowhere: the pod stays Pending; more capacity published later places it") {
+    c.Consume("data", "500Gi");
+    const Json cond = c.Scheduled("pod-data");
+    CHECK(Str(cond, {"status"}) == "False");
+    CHECK(Str(cond, {"reason"}) == "Unschedulable");
+    CHECK(Str(cond, {"message"}) == kNoRoom);
+    CHECK(fake::Annotation(c.Get(kPvcs + "/data"), kSelectedNode).empty());
+    CHECK(Str(c.Get(kPods + "/pod-data"), {"spec", "nodeName"}).empty());
+    REQUIRE(Admin(c.s.api, "PATCH", kCapacities + "/big", R"({"capacity":"1Ti"})", kMerge).code == 200);
+    CHECK(c.SelectedNode("data") == "b-big");
+  }
+  SECTION("a capacity added later (in another namespace) places a pending pod too") {
+    c.Consume("data", "500Gi");
+    REQUIRE(Str(c.Scheduled("pod-data"), {"message"}) == kNoRoom);
+    REQUIRE(Admin(c.s.api, "POST", "/apis/storage.k8s.io/v1/namespaces/default/csistoragecapacities",
+                  Capacity("more", "wffc", OnNode("a-small") + R"(,"capacity":"600Gi")")).code == 201);
+    CHECK(c.SelectedNode("data") == "a-small");
+  }
+}
+
+TEST_CASE("scheduler: maximumVolumeSize takes the place of capacity when set") {
+  Cluster c;
+  REQUIRE(Admin(c.s.api, "PATCH", kCapacities + "/big", R"({"maximumVolumeSize":"5Gi"})", kMerge).code == 200);
+  REQUIRE(Admin(c.s.api, "PATCH", kCapacities + "/small", R"({"maximumVolumeSize":"20Gi"})", kMerge).code == 200);
+  SECTION("a larger maximumVolumeSize than capacity counts") {
+    c.Consume("data", "10Gi");
+    CHECK(c.SelectedNode("data") == "a-small");
+  }
+  SECTION("a smaller one refuses what capacity would allow") {
+    c.Consume("data", "50Gi");
+    CHECK(Str(c.Scheduled("pod-data"), {"message"}) == kNoRoom);
+  }
+  SECTION("neither set: no room") {
+    REQUIRE(Admin(c.s.api, "PATCH", kCapacities + "/small", R"({"capacity":null,"maximumVolumeSize":null})", kMerge).code == 200);
+    REQUIRE(Admin(c.s.api, "PATCH", kCapacities + "/big", R"({"capacity":null,"maximumVolumeSize":null})", kMerge).code == 200);
+    c.Consume("data", "1Mi");
+    CHECK(Str(c.Scheduled("pod-data"), {"message"}) == kNoRoom);
+  }
+}
+
+TEST_CASE("scheduler: a capacity counts only on the nodes its nodeTopology selects, and only for its class") {
+  Cluster c;
+  REQUIRE(Admin(c.s.api, "DELETE", kCapacities + "/big").code == 200);
+  SECTION("a selector of another node: no room on b-big") {
+    REQUIRE(Admin(c.s.api, "POST", kCapacities, Capacity("elsewhere", "wffc", OnNode("c-gone") + R"(,"capacity":"1Ti")")).code == 201);
+    c.Consume("data", "10Gi");
+    CHECK(Str(c.Scheduled("pod-data"), {"message"}) == kNoRoom);
+  }
+  SECTION("no nodeTopology: no node") {
+    REQUIRE(Admin(c.s.api, "POST", kCapacities, Capacity("nowhere", "wffc", R"(,"capacity":"1Ti")")).code == 201);
+    c.Consume("data", "10Gi");
+    CHECK(Str(c.Scheduled("pod-data"), {"message"}) == kNoRoom);
+  }
+  SECTION("an empty nodeTopology: every node") {
+    REQUIRE(Admin(c.s.api, "POST", kCapacities, Capacity("everywhere", "wffc", R"(,"nodeTopology":{},"capacity":"1Ti")")).code == 201);
+    c.Consume("data", "10Gi");
+    CHECK(c.SelectedNode("data") == "a-small");
+  }
+  SECTION("matchExpressions select too") {
+    REQUIRE(Admin(c.s.api, "POST", kCapacities,
+                  Capacity("expr", "wffc", R"(,"nodeTopology":{"matchExpressions":[{"key":"kubernetes.io/hostname","operator":"NotIn","values":["a-small"]}]},"capacity":"1Ti")"))
+                .code == 201);
+    c.Consume("data", "10Gi");
+    CHECK(c.SelectedNode("data") == "b-big");
+  }
+  SECTION("a capacity of another class does not count") {
+    REQUIRE(Admin(c.s.api, "POST", kCapacities, Capacity("other", "other-class", OnNode("b-big") + R"(,"capacity":"1Ti")")).code == 201);
+    c.Consume("data", "10Gi");
+    CHECK(Str(c.Scheduled("pod-data"), {"message"}) == kNoRoom);
+  }
+}
+
+TEST_CASE("scheduler: without a CSIDriver that opts in, capacity is not checked") {
+  SECTION("storageCapacity false; set true again, a pending pod is tried again") {
+    Cluster c;
+    REQUIRE(Admin(c.s.api, "PATCH", kDrivers + "/hostpath.example.com", R"({"spec":{"storageCapacity":false}})", kMerge).code == 200);
+    c.Consume("data", "500Gi");
+    CHECK(c.SelectedNode("data") == "a-small");  // the first by name, as without capacities
+    REQUIRE(Admin(c.s.api, "PATCH", kDrivers + "/hostpath.example.com", R"({"spec":{"storageCapacity":true}})", kMerge).code == 200);
+    c.Consume("more", "500Gi");
+    CHECK(Str(c.Scheduled("pod-more"), {"message"}) == kNoRoom);
+    REQUIRE(Admin(c.s.api, "PATCH", kDrivers + "/hostpath.example.com", R"({"spec":{"storageCapacity":false}})", kMerge).code == 200);
+    CHECK(c.SelectedNode("more") == "a-small");  // the CSIDriver's update woke the scheduler
+  }
+  SECTION("no CSIDriver of the provisioner's name") {
+    Cluster c;
+    REQUIRE(Admin(c.s.api, "DELETE", kDrivers + "/hostpath.example.com").code == 200);
+    c.Consume("data", "500Gi");
+    CHECK(c.SelectedNode("data") == "a-small");
+  }
+  SECTION("a provisioner name with a slash can have no CSIDriver (names are DNS subdomains): never checked") {
+    Cluster c("hostpath-provisioner.io/hostpath");
+    Reply named = Admin(c.s.api, "POST", kDrivers, Driver("hostpath-provisioner.io/hostpath", R"({"storageCapacity":true})"));
+    CHECK(named.code == 422);
+    CHECK(CauseFields(named.body) == std::vector<std::string>{"metadata.name"});
+    c.Consume("data", "500Gi");
+    CHECK(c.SelectedNode("data") == "a-small");
+  }
+}
+
+TEST_CASE("scheduler: a pod waiting for its claim on the chosen node is not sent back when that node's capacity drops") {
+  Cluster c;
+  c.Consume("data", "10Gi");
+  REQUIRE(c.SelectedNode("data") == "b-big");
+  // The provisioner made the volume and publishes what is left before its PV is bound.
+  REQUIRE(Admin(c.s.api, "PATCH", kCapacities + "/big", R"({"capacity":"0"})", kMerge).code == 200);
+  REQUIRE(Admin(c.s.api, "PATCH", kCapacities + "/small", R"({"capacity":"2Gi"})", kMerge).code == 200);
+  CHECK(fake::Annotation(c.Get(kPvcs + "/data"), kSelectedNode) == "b-big");
+  const Json waiting = c.Get(kPods + "/pod-data");
+  CHECK(fake::Path(waiting, {"status", "conditions"}) == nullptr);  // still waiting, no Unschedulable
+  SECTION("a second pod of the claim is scheduled afresh: the claim's node has no room now") {
+    REQUIRE(Admin(c.s.api, "POST", kPods, PodWithClaims("second", {"data"})).code == 201);
+    CHECK(Str(c.Scheduled("second"), {"message"}) ==
+          "0/2 nodes are available: 1 node(s) did not have enough free storage, 1 node(s) didn't find available persistent volumes to bind.");
+  }
 }
