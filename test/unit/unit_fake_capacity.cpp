@@ -324,6 +324,22 @@ TEST_CASE("CSI kinds: kubectl's tables (printCSIDriver; the default convertor fo
   const Json row = caps.body.get("rows").get(0).get("cells");
   CHECK(Str(row.get(0), {}) == "c");
   CHECK(Str(row.get(1), {}) == Str(Admin(s.api, "GET", kCapacities + "/c").body, {"metadata", "creationTimestamp"}));
+
+  SECTION("as kubectl prints them") {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& line : Kubectl(s.api, "get csistoragecapacities -A")) rows.push_back(Fields(line));
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0] == std::vector<std::string>{"NAMESPACE", "NAME", "CREATED AT"});
+    CHECK(rows[1][0] == "kube-system");
+    CHECK(rows[1][1] == "c");
+    rows.clear();
+    for (const auto& line : Kubectl(s.api, "get csidrivers")) rows.push_back(Fields(line));
+    REQUIRE(rows.size() == 2);
+    CHECK(rows[0] == std::vector<std::string>{"NAME", "ATTACHREQUIRED", "PODINFOONMOUNT", "STORAGECAPACITY", "TOKENREQUESTS",
+                                              "REQUIRESREPUBLISH", "MODES", "AGE"});
+    rows[1].pop_back();  // the age
+    CHECK(rows[1] == std::vector<std::string>{"d.example.com", "true", "false", "true", "x,y", "false", "Persistent"});
+  }
 }
 
 TEST_CASE("CSI kinds: RBAC grants csidrivers at the cluster scope and csistoragecapacities per namespace") {
