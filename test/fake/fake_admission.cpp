@@ -220,7 +220,38 @@ std::string MicroTimeError(const Json& v) {
   return "";
 }
 
+namespace admission_detail {
+namespace {
+
+// Quantity.UnmarshalJSON of one value, written back as Quantity.String(); its error or "".
+std::string CanonicalizeQuantity(Json& v) {
+  if (!v.is<std::string>() && !v.is<double>()) return "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+  auto q = ::ParseQuantity(v.is<std::string>() ? v.get<std::string>() : ToText(v));
+  if (!q.ok())
+    return q.status().message().find("unknown suffix") != std::string::npos
+               ? "unable to parse quantity's suffix"
+               : "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+  v = Json(CanonicalQuantity(*q));
+  return "";
+}
+
+}  // namespace
+}  // namespace admission_detail
+
 std::string CanonicalQuantities(const ResourceType& t, Json& obj) {
+  if (t.plural == "csistoragecapacities" && obj.is<JsonObject>()) {  // two *resource.Quantity members, not maps
+    JsonObject& o = obj.get<JsonObject>();
+    for (const char* k : {"capacity", "maximumVolumeSize"}) {
+      auto it = o.find(k);
+      if (it == o.end()) continue;
+      if (it->second.is<JsonNull>()) {  // a nil pointer: left out of every answer
+        o.erase(it);
+        continue;
+      }
+      if (std::string why = admission_detail::CanonicalizeQuantity(it->second); !why.empty()) return why;
+    }
+    return "";
+  }
   std::vector<std::vector<std::string>> maps;
   if (t.plural == "persistentvolumes") maps = {{"spec", "capacity"}};
   if (t.plural == "persistentvolumeclaims")
@@ -237,13 +268,7 @@ std::string CanonicalQuantities(const ResourceType& t, Json& obj) {
     if (cur == nullptr || !cur->is<JsonObject>()) continue;
     for (auto& [name, v] : cur->get<JsonObject>()) {
       if (v.is<JsonNull>()) continue;
-      if (!v.is<std::string>() && !v.is<double>()) return "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-      auto q = ::ParseQuantity(v.is<std::string>() ? v.get<std::string>() : ToText(v));
-      if (!q.ok())
-        return q.status().message().find("unknown suffix") != std::string::npos
-                   ? "unable to parse quantity's suffix"
-                   : "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-      v = Json(CanonicalQuantity(*q));
+      if (std::string why = admission_detail::CanonicalizeQuantity(v); !why.empty()) return why;
     }
   }
   return "";
@@ -258,8 +283,10 @@ void PruneUnknownFields(const ResourceType& t, Json& obj) {
   else if (t.plural == "storageclasses")
     known = {"provisioner", "parameters", "reclaimPolicy", "mountOptions", "allowVolumeExpansion", "volumeBindingMode",
              "allowedTopologies"};
-  else if (t.plural == "leases")
+  else if (t.plural == "leases" || t.plural == "csidrivers")
     known = {"spec"};
+  else if (t.plural == "csistoragecapacities")
+    known = {"nodeTopology", "storageClassName", "capacity", "maximumVolumeSize"};
   else
     known = {"spec", "status"};
   if (!obj.is<JsonObject>()) return;
@@ -345,6 +372,8 @@ std::vector<FieldError> Validate(const ResourceType& t, const Json& obj) {
   if (t.plural == "storageclasses") ValidateStorageClass(obj, errs);
   if (t.plural == "leases") ValidateLease(obj, errs);
   if (t.plural == "pods") ValidatePod(obj, errs);
+  if (t.plural == "csidrivers") ValidateCsiDriver(obj, errs);  // fake_csi.hpp
+  if (t.plural == "csistoragecapacities") ValidateCsiStorageCapacity(obj, errs);
   return errs;
 }
 
@@ -356,6 +385,8 @@ double StorageRequest(const Json& claim) {
 std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json& old_obj, const Json& new_obj) {
   std::vector<FieldError> errs;
   if (t.plural == "pods") ValidatePodUpdate(old_obj, new_obj, errs);
+  if (t.plural == "csidrivers") ValidateCsiDriverUpdate(old_obj, new_obj, errs);  // fake_csi.hpp
+  if (t.plural == "csistoragecapacities") ValidateCsiStorageCapacityUpdate(old_obj, new_obj, errs);
   const Json& old_spec = admission_detail::SpecOf(old_obj);
   const Json& new_spec = admission_detail::SpecOf(new_obj);
   if (!old_spec.is<JsonObject>() || !new_spec.is<JsonObject>()) return errs;
@@ -416,6 +447,8 @@ void ApplyDefaults(const ResourceType& t, Json& obj) {
     set_if_missing(o, "volumeBindingMode", "Immediate");
   } else if (t.plural == "pods") {
     DefaultPod(obj);
+  } else if (t.plural == "csidrivers") {
+    DefaultCsiDriver(obj);
   } else if (t.plural == "namespaces") {
     JsonObject& spec = Obj(obj, {"spec"});
     if (spec.count("finalizers") == 0) spec["finalizers"] = StringArray({"kubernetes"});
@@ -475,6 +508,8 @@ void AdmitCreate(Store& s, const ResourceType& t, Json& obj) {
     AddFinalizer(obj, kPvProtectionFinalizer);
   } else if (t.plural == "pods") {
     ResetPodStatus(obj);
+  } else if (t.plural == "csidrivers") {
+    SetCsiDriverGeneration(nullptr, obj);
   } else if (t.plural == "nodes") {
     // TaintNodesByCondition (plugin/pkg/admission/nodetaint): a new Node is not-ready until the
     // node lifecycle controller (fake_nodelifecycle.hpp) sees it otherwise; one taint of that

@@ -1,14 +1,15 @@
 // What the real API server does to an object before storing it: defaulting (pkg/apis/*/v1
 // defaults.go), the registry strategies' status reset and /status updates, admission plugins
 // (DefaultStorageClass, StorageObjectInUseProtection, PersistentVolumeClaimResize,
-// TaintNodesByCondition) and validation (pkg/apis/core/validation/validation.go), reduced to the
-// fields our clients use.
+// TaintNodesByCondition) and validation (pkg/apis/core/validation/validation.go; CSIDriver and
+// CSIStorageCapacity: fake_csi.hpp), reduced to the fields our clients use.
 #pragma once
 #include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "test/fake/fake_csi.hpp"
 #include "test/fake/fake_datasource.hpp"
 #include "test/fake/fake_names.hpp"
 #include "test/fake/fake_nodeselector.hpp"
@@ -29,7 +30,8 @@ inline constexpr const char* kBetaIsDefaultClass = "storageclass.beta.kubernetes
 // time.ParseError words it, or "" when the value is accepted.
 std::string MicroTimeError(const Json& v);
 
-// Decodes the resource.Quantity values of obj's quantity maps and writes them back as
+// Decodes the resource.Quantity values of obj's quantity maps (and a CSIStorageCapacity's
+// capacity and maximumVolumeSize, dropped when null) and writes them back as
 // Quantity.String() does; the error of the first that does not parse (quantity.go's
 // ErrFormatWrong or ErrSuffix), or "".
 std::string CanonicalQuantities(const ResourceType& t, Json& obj);
@@ -57,8 +59,9 @@ double StorageRequest(const Json& claim);
 // keeps the status), a first volumeName, a first storageClassName and volumeAttributesClassName
 // (these two as later servers allow), and its storage request may not shrink (1.24, with
 // RecoverVolumeExpansionFailure off); a volume's source is immutable, and so is its node
-// affinity once set; a pod's spec as ValidatePodUpdate allows (fake_pods.hpp). Empty when the
-// update is allowed. The real "spec is immutable" message goes on with a diff of the specs.
+// affinity once set; a pod's spec as ValidatePodUpdate allows (fake_pods.hpp); a CSIDriver's and a
+// CSIStorageCapacity's as fake_csi.hpp says. Empty when the update is allowed. The real "spec is
+// immutable" message goes on with a diff of the specs.
 std::vector<FieldError> ValidateUpdate(const ResourceType& t, const Json& old_obj, const Json& new_obj);
 
 // The defaults the real API server fills in (SetDefaults_* for the fields our clients see).

@@ -758,9 +758,10 @@ ApiServer::Reply ApiServer::Update(const RequestInfo& info, const std::string& b
   {
     Store::Lock l(store_);
     if (store_.Get(t.plural, ObjectKey(info.ns, info.name)) != nullptr) {
-      // Store.Update for a strategy that does not AllowUnconditionalUpdate (leases): the
-      // resourceVersion, a uint64 that is 0 when missing, is printed with %#v.
-      if (t.plural == "leases" && Str(obj, {"metadata", "resourceVersion"}).empty()) {
+      // Store.Update for a strategy that does not AllowUnconditionalUpdate (leases, CSI
+      // drivers and capacities): the resourceVersion, a uint64 that is 0 when missing, is
+      // printed with %#v.
+      if (!t.unconditional_update && Str(obj, {"metadata", "resourceVersion"}).empty()) {
         ResourceType as_resource = t;
         as_resource.kind = t.plural;
         return {422, InvalidStatus(as_resource, info.name,
@@ -813,6 +814,7 @@ ApiServer::Reply ApiServer::StoreUpdateLocked(const RequestInfo& info, Json prop
     if (v) m[k] = *v; else m.erase(k);
   }
   ApplyDefaults(t, next);
+  if (t.plural == "csidrivers") SetCsiDriverGeneration(&cur, next);  // BeforeUpdate, PrepareForUpdate
   auto errs = Validate(t, next);
   for (auto& e : ValidateUpdate(t, cur, next)) errs.push_back(e);
   if (IsDeleting(cur)) {

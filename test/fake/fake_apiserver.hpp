@@ -5,7 +5,8 @@
 // watches served from a bounded history that starts with the server, as the watch cache does,
 // the PV controller and pvc-protection, the expand controller (fake_expand.hpp) and the
 // PersistentVolumeClaimResize admission plugin, the volume part of kube-scheduler
-// (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims), the not-ready taint of new
+// (fake_scheduler.hpp: nodes, pods, WaitForFirstConsumer claims, CSIStorageCapacity; the
+// CSIDriver and CSIStorageCapacity kinds: fake_csi.hpp), the not-ready taint of new
 // nodes and the node lifecycle controller's condition taints (fake_nodelifecycle.hpp), and test
 // controls under /fake/ (fault injection, dropped watches, compaction, pause, delay, token
 // rotation, request log). unit_fake_real_server.cpp holds the cases where a comparison with a

@@ -1,6 +1,7 @@
 // The bodies of fake_scheduler.hpp (the contracts are there).
 #include "test/fake/fake_scheduler.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -123,7 +124,8 @@ bool Scheduler::MatchesTopology(const Json& sc, const Json* labels) {
   return false;
 }
 
-std::vector<std::string> Scheduler::Filter(const Json& pod, const PodClaims& claims, const Json& node) {
+std::vector<std::string> Scheduler::Filter(const Json& pod, const PodClaims& claims, const Json& node,
+                                           const std::string& assumed) {
   const std::string& name = Str(node, {"metadata", "name"});
   const Json* labels = Path(node, {"metadata", "labels"});
   const Json* cordoned = Path(node, {"spec", "unschedulable"});
@@ -146,13 +148,13 @@ std::vector<std::string> Scheduler::Filter(const Json& pod, const PodClaims& cla
   const Json* required = Path(pod, {"spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"});
   if (required && required->is<JsonObject>()) selected = selected && MatchesNodeSelector(*required, labels, name);
   if (!selected) return {"node(s) didn't match Pod's node affinity/selector"};
-  return VolumeFilter(claims, node);
+  return VolumeFilter(claims, node, assumed == name);
 }
 
-std::vector<std::string> Scheduler::VolumeFilter(const PodClaims& claims, const Json& node) {
+std::vector<std::string> Scheduler::VolumeFilter(const PodClaims& claims, const Json& node, bool waiting_here) {
   const std::string& name = Str(node, {"metadata", "name"});
   const Json* labels = Path(node, {"metadata", "labels"});
-  bool affinity_ok = true, pvs_found = true, provisionable = true;
+  bool affinity_ok = true, pvs_found = true, provisionable = true, sufficient = true;
   for (const JsonRef& claim : claims.bound) {  // checkBoundClaims
     const Json* pv = s_.Get("persistentvolumes", Str(*claim, {"spec", "volumeName"}));
     if (pv == nullptr) {
@@ -165,22 +167,42 @@ std::vector<std::string> Scheduler::VolumeFilter(const PodClaims& claims, const 
       break;
     }
   }
+  // FindPodVolumes: the claims with a selected node first (any other node: the fast path), then
+  // the others smallest first (findMatchingVolumes sorts them by size; it finds no PV for them).
+  std::vector<JsonRef> to_provision, unmatched;
   for (const JsonRef& claim : claims.delayed) {
-    const std::string& selected = Annotation(*claim, kSelectedNodeAnn);
-    if (Path(*claim, {"metadata", "annotations", kSelectedNodeAnn}) != nullptr && selected != name) {
+    if (Path(*claim, {"metadata", "annotations", kSelectedNodeAnn}) == nullptr) {
+      unmatched.push_back(claim);
+    } else if (Annotation(*claim, kSelectedNodeAnn) == name) {
+      to_provision.push_back(claim);
+    } else {
       provisionable = false;  // fast path: another node was chosen for it
+      to_provision.clear();
+      unmatched.clear();
       break;
     }
-    const Json* sc = s_.Get("storageclasses", ClassOf(*claim));  // checkVolumeProvisions
+  }
+  std::stable_sort(unmatched.begin(), unmatched.end(),
+                   [](const JsonRef& a, const JsonRef& b) { return StorageRequest(*a) < StorageRequest(*b); });
+  to_provision.insert(to_provision.end(), unmatched.begin(), unmatched.end());
+  for (const JsonRef& claim : to_provision) {  // checkVolumeProvisions: stops at the first that fails
+    const Json* sc = s_.Get("storageclasses", ClassOf(*claim));
     const std::string prov = sc != nullptr ? Str(*sc, {"provisioner"}) : "";
     if (prov.empty() || prov == "kubernetes.io/no-provisioner" || !MatchesTopology(*sc, labels)) {
       provisionable = false;
+      break;
+    }
+    // A pod waiting in PreBind for its claims on this node is not filtered again there
+    // (checkBindings looks at no capacity); the fake's re-run of the filters must not undo it.
+    if (!waiting_here && !HasEnoughCapacity(s_, *claim, *sc, node)) {
+      sufficient = false;
       break;
     }
   }
   std::vector<std::string> reasons;
   if (!affinity_ok) reasons.push_back("node(s) had volume node affinity conflict");
   if (!provisionable) reasons.push_back("node(s) didn't find available persistent volumes to bind");
+  if (!sufficient) reasons.push_back("node(s) did not have enough free storage");
   if (!pvs_found) reasons.push_back("node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)");
   return reasons;
 }
@@ -245,7 +267,7 @@ void Scheduler::Schedule(const std::string& key) {
   std::map<std::string, int> reasons;
   std::vector<std::string> feasible;
   for (const auto& [name, node] : nodes) {
-    auto why_not = Filter(*pod, claims, *node);
+    auto why_not = Filter(*pod, claims, *node, a.assumed);
     if (why_not.empty()) feasible.push_back(name);
     for (const auto& r : why_not) ++reasons[r];
   }

@@ -2,7 +2,10 @@
 // round like the PV controller (fake_pvcontroller.hpp), reading the store's history like an
 // informer, so each change it makes is an ordinary write with its own watch event:
 //   - it schedules pods that have no spec.nodeName and the default scheduler name, whenever pods,
-//     claims, volumes, nodes or classes change;
+//     claims, volumes, nodes, classes, CSIDrivers or CSIStorageCapacities change (any change,
+//     deletions too; the real VolumeBinding plugin asks to be woken for additions and updates of
+//     these kinds, and finds a pod left unschedulable by a deletion within 5 minutes), in the
+//     same round of the event loop as the change, so before the server answers the next request;
 //   - PreFilter (plugins/volumebinding/volume_binding.go): every claim a pod names must exist, not
 //     be Lost nor being deleted; unbound claims of Immediate classes keep the pod Pending ("pod
 //     has unbound immediate PersistentVolumeClaims");
@@ -10,16 +13,25 @@
 //     (NoSchedule and NoExecute taints), NodeAffinity (spec.nodeSelector and the required node
 //     affinity), VolumeBinding (binder.go FindPodVolumes: a bound claim's PV must exist and its
 //     node affinity match the node; an unbound WaitForFirstConsumer claim must be provisionable
-//     there: its class has a provisioner other than kubernetes.io/no-provisioner whose
-//     allowedTopologies the node matches, and if the claim already names a node in
-//     volume.kubernetes.io/selected-node, it is that node);
+//     there: if the claim already names a node in volume.kubernetes.io/selected-node, it is that
+//     node; its class has a provisioner other than kubernetes.io/no-provisioner whose
+//     allowedTopologies the node matches; and, when a CSIDriver named as the provisioner has
+//     spec.storageCapacity true, some CSIStorageCapacity in any namespace with the class's name
+//     whose nodeTopology selects the node's labels (a null one selects no node, an empty one
+//     every node) has maximumVolumeSize, or when that is unset capacity, at least the claim's
+//     storage request ("node(s) did not have enough free storage" otherwise; fake_csi.hpp
+//     HasEnoughCapacity). The claims with a selected node are looked at first, then the others
+//     smallest first, and the first that fails gives the node's reason);
 //   - the first feasible node by name is chosen (the real one scores nodes);
 //   - Reserve/PreBind (binder.go AssumePodVolumes, bindAPIUpdate): each unbound
 //     WaitForFirstConsumer claim without volume.kubernetes.io/selected-node gets that annotation
 //     (nothing else: the PV controller adds the provisioner annotations), one update per claim;
 //     then the pod waits, as PreBind's checkBindings does, until all its claims are bound
 //     (spec.volumeName and pv.kubernetes.io/bind-completed), and is bound to the node: spec.nodeName
-//     and the condition PodScheduled=True, one write, as the binding subresource makes it;
+//     and the condition PodScheduled=True, one write, as the binding subresource makes it. While
+//     it waits the filters are run again at each change, but without the capacity check on the
+//     node it waits for (checkBindings checks no capacity: a provisioner that publishes less
+//     capacity once it made the volume does not send the pod back);
 //   - a claim whose node was chosen that loses the annotation (as an external provisioner removes
 //     it when provisioning there failed for good) or names another node while the pod waits is
 //     a provisioning failure (checkBindings: "provisioning failed for PVC"): the pod gets
@@ -29,8 +41,8 @@
 //     node: the same node again);
 //   - a pod that fits nowhere gets PodScheduled=False, reason Unschedulable, with the FitError
 //     message ("0/2 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1
-//     node(s) were unschedulable.", or "no nodes available to schedule pods") and nothing else
-//     changes.
+//     node(s) were unschedulable.", "0/2 nodes are available: 2 node(s) did not have enough free
+//     storage.", or "no nodes available to schedule pods") and nothing else changes.
 // Known differences: no static binding of WaitForFirstConsumer claims to existing PVs (they are
 // always provisioned); no resources, ports, pod affinity, topology spread or preemption (so no
 // "preemption:" sentence in the message); no Events; no node lifecycle controller (a NotReady
@@ -86,11 +98,13 @@ class Scheduler {
   // component-helpers' MatchTopologySelectorTerms: no terms match every node.
   static bool MatchesTopology(const Json& sc, const Json* labels);
 
-  // The filters for one node: the reasons it does not fit (none: it fits).
-  std::vector<std::string> Filter(const Json& pod, const PodClaims& claims, const Json& node);
+  // The filters for one node: the reasons it does not fit (none: it fits). `assumed`: the node the
+  // pod waits for its claims on, or "".
+  std::vector<std::string> Filter(const Json& pod, const PodClaims& claims, const Json& node, const std::string& assumed);
 
-  // binder.go FindPodVolumes for one node.
-  std::vector<std::string> VolumeFilter(const PodClaims& claims, const Json& node);
+  // binder.go FindPodVolumes for one node; `waiting_here`: the pod waits for its claims on this
+  // node (no capacity check).
+  std::vector<std::string> VolumeFilter(const PodClaims& claims, const Json& node, bool waiting_here);
 
   // Sets the pod's PodScheduled condition (a status write, only when it changes); `node`, when
   // given, binds the pod to it in the same write.
@@ -104,11 +118,13 @@ class Scheduler {
   static std::string FitError(const std::map<std::string, int>& reasons, size_t nodes);
 
   Store& s_;
-  Watched watched_[5] = {{"pods", Feed(s_.bucket("pods"))},
+  Watched watched_[7] = {{"pods", Feed(s_.bucket("pods"))},
                          {"persistentvolumeclaims", Feed(s_.bucket("persistentvolumeclaims"))},
                          {"persistentvolumes", Feed(s_.bucket("persistentvolumes"))},
                          {"nodes", Feed(s_.bucket("nodes"))},
-                         {"storageclasses", Feed(s_.bucket("storageclasses"))}};
+                         {"storageclasses", Feed(s_.bucket("storageclasses"))},
+                         {"csidrivers", Feed(s_.bucket("csidrivers"))},
+                         {"csistoragecapacities", Feed(s_.bucket("csistoragecapacities"))}};
   std::set<std::string> pending_;              // keys of the pods to schedule
   std::map<std::string, Attempt> attempts_;   // by pod key, while the pod is pending
 };

@@ -23,7 +23,9 @@ const std::vector<ResourceType>& ResourceTypes() {
       {"", "v1", "namespaces", "namespace", "Namespace", false, {"ns"}, true, false, true},
       {"", "v1", "nodes", "node", "Node", false, {"no"}, true, false, false},
       {"storage.k8s.io", "v1", "storageclasses", "storageclass", "StorageClass", false, {"sc"}, false, false, true},
-      {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false, true, false},
+      {"coordination.k8s.io", "v1", "leases", "lease", "Lease", true, {}, false, true, false, false},
+      {"storage.k8s.io", "v1", "csidrivers", "csidriver", "CSIDriver", false, {}, false, false, true, false},
+      {"storage.k8s.io", "v1", "csistoragecapacities", "csistoragecapacity", "CSIStorageCapacity", true, {}, false, false, false, false},
   };
   return types;
 }

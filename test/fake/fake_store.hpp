@@ -28,6 +28,7 @@ struct ResourceType {
   bool has_status = false;             // a /status subresource; the main resource ignores status
   bool allow_create_on_update = false;  // PUT of a missing object creates it
   bool return_deleted_object = false;   // DELETE answers the object rather than a Status
+  bool unconditional_update = true;     // a PUT without metadata.resourceVersion is allowed
 
   std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
   // "persistentvolumes" or "storageclasses.storage.k8s.io" (schema.GroupResource.String()).

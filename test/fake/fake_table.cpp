@@ -143,6 +143,10 @@ std::vector<Column> Columns(const ResourceType& t) {
     return {{"Name"}, {"Status"}, {"Roles"}, {"Age"}, {"Version"}, {"Internal-IP", 1}, {"External-IP", 1},
             {"OS-Image", 1}, {"Kernel-Version", 1}, {"Container-Runtime", 1}};
   if (t.plural == "leases") return {{"Name"}, {"Holder"}, {"Age"}};
+  if (t.plural == "csidrivers")
+    return {{"Name"}, {"AttachRequired", 0, "boolean"}, {"PodInfoOnMount", 0, "boolean"}, {"StorageCapacity", 0, "boolean"},
+            {"TokenRequests"}, {"RequiresRepublish", 0, "boolean"}, {"Modes"}, {"Age"}};
+  if (t.plural == "csistoragecapacities") return {{"Name"}, {"Created At", 0, "date"}};
   return {{"Name"}, {"Age"}};
 }
 
@@ -198,6 +202,21 @@ JsonArray Cells(const ResourceType& t, const Json& o) {
              info("containerRuntimeVersion")};
   } else if (t.plural == "leases") {
     cells = {name, Str(o, {"spec", "holderIdentity"}), Created(o)};
+  } else if (t.plural == "csidrivers") {  // printCSIDriver: booleans as bool cells, unset ones as their defaults
+    auto flag = [&](const char* k, bool unset) {
+      const Json* v = Path(o, {"spec", k});
+      return Json(v != nullptr && v->is<bool>() ? v->get<bool>() : unset);
+    };
+    std::string audiences = "<unset>", modes;
+    if (const Json* tr = Path(o, {"spec", "tokenRequests"}); tr && tr->is<JsonArray>()) {
+      audiences.clear();
+      for (const Json& r : tr->get<JsonArray>()) audiences += (audiences.empty() ? "" : ",") + Str(r, {"audience"});
+    }
+    for (const auto& m : StringList(o, {"spec", "volumeLifecycleModes"})) modes += (modes.empty() ? "" : ",") + m;
+    return JsonArray{Json(name), flag("attachRequired", true), flag("podInfoOnMount", false), flag("storageCapacity", false),
+                     Json(audiences), flag("requiresRepublish", false), Json(modes.empty() ? "<none>" : modes), Json(Created(o))};
+  } else if (t.plural == "csistoragecapacities") {
+    cells = {name, Str(o, {"metadata", "creationTimestamp"})};  // time.RFC3339 in UTC, as stored
   } else {
     cells = {name, Created(o)};
   }
@@ -214,7 +233,7 @@ Json ToTable(const ResourceType& t, const JsonArray& items, const Json& meta) {
   for (const Column& c : Columns(t)) {
     JsonObject d;
     d["name"] = Json(c.name);
-    d["type"] = Json("string");
+    d["type"] = Json(c.type);
     d["format"] = Json(std::string(c.name) == "Name" ? "name" : "");
     d["description"] = Json("");
     d["priority"] = Json(static_cast<double>(c.priority));

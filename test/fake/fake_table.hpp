@@ -3,7 +3,9 @@
 // pkg/printers/internalversion/printers.go (AddHandlers and the print functions) for the kinds
 // the fake serves, made as the server's TableConvertor makes them (with the wide columns, which
 // kubectl shows only for -o wide), and each row's object as PartialObjectMetadata
-// (includeObject=Metadata, the default).
+// (includeObject=Metadata, the default). CSIStorageCapacity's registry uses the default
+// TableConvertor (rest.NewDefaultTableConvertor): Name and "Created At", a date, not printers.go's
+// columns.
 //
 // Known differences: column descriptions are left empty (the real ones are API doc strings);
 // quantities are shown as stored, not in canonical form; a pod's status is its phase or reason
@@ -23,7 +25,8 @@ namespace table_detail {
 
 struct Column {
   const char* name;
-  int priority = 0;  // 1: shown by kubectl only with -o wide
+  int priority = 0;             // 1: shown by kubectl only with -o wide
+  const char* type = "string";  // "boolean", "date": how kubectl formats the cells
 };
 
 // duration.HumanDuration (apimachinery/pkg/util/duration) of `seconds`.

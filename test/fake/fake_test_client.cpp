@@ -137,6 +137,18 @@ std::string Pvc(const std::string& name, const std::string& cls) {
          cls + R"("}})";
 }
 
+std::string PodWithClaims(const std::string& name, const std::vector<std::string>& claims, const std::string& spec_extra) {
+  std::string volumes, mounts;
+  for (size_t i = 0; i < claims.size(); ++i) {
+    const std::string v = "v" + std::to_string(i);
+    volumes += (i ? "," : "") + (R"({"name":")" + v + R"(","persistentVolumeClaim":{"claimName":")" + claims[i] + "\"}}");
+    mounts += (i ? "," : "") + (R"({"name":")" + v + R"(","mountPath":"/data/)" + v + "\"}");
+  }
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
+         R"("},"spec":{"containers":[{"name":"c","image":"busybox:1.36","volumeMounts":[)" + mounts + R"(]}],"volumes":[)" +
+         volumes + "]" + spec_extra + "}}";
+}
+
 std::string ClonePvc(const std::string& name, const std::string& source, const std::string& cls) {
   std::string body = Pvc(name, cls);
   return body.insert(body.size() - 2, R"(,"dataSource":{"kind":"PersistentVolumeClaim","name":")" + source + R"("})");

@@ -69,6 +69,10 @@ std::string Pvc(const std::string& name, const std::string& cls = "hostpath");
 // kubectl users write it (the server fills in dataSourceRef).
 std::string ClonePvc(const std::string& name, const std::string& source, const std::string& cls = "hostpath");
 
+// A pod in "default" that mounts the claims (volumes "v0", "v1", ...); `spec_extra` is spliced
+// into its spec (",\"nodeSelector\":{...}").
+std::string PodWithClaims(const std::string& name, const std::vector<std::string>& claims, const std::string& spec_extra = "");
+
 inline const char* const kClass =
     R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"hostpath"},"provisioner":"example.com/hostpath"})";
 

@@ -514,19 +514,6 @@ TEST_CASE("pods: a watch sees them; the table has printPod's columns") {
 
 namespace {
 
-// A pod that mounts the claims (volumes "v0", "v1", ...).
-std::string PodWithClaims(const std::string& name, const std::vector<std::string>& claims, const std::string& spec_extra = "") {
-  std::string volumes, mounts;
-  for (size_t i = 0; i < claims.size(); ++i) {
-    const std::string v = "v" + std::to_string(i);
-    volumes += (i ? "," : "") + (R"({"name":")" + v + R"(","persistentVolumeClaim":{"claimName":")" + claims[i] + "\"}}");
-    mounts += (i ? "," : "") + (R"({"name":")" + v + R"(","mountPath":"/data/)" + v + "\"}");
-  }
-  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + name +
-         R"("},"spec":{"containers":[{"name":"c","image":"busybox:1.36","volumeMounts":[)" + mounts + R"(]}],"volumes":[)" +
-         volumes + "]" + spec_extra + "}}";
-}
-
 const char* kWffcClass =
     R"({"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"wffc"},"provisioner":"example.com/hostpath","volumeBindingMode":"WaitForFirstConsumer"})";
 const char* kSelectedNode = "volume.kubernetes.io/selected-node";
