@@ -236,6 +236,7 @@ std::string FakeApi::CollectionOf(const picojson::value& obj) {
   std::string ns = obj.get("metadata").get("namespace").is<std::string>() ? obj.get("metadata").get("namespace").to_str()
                                                                            : "default";
   if (kind == "StorageClass") return "/apis/storage.k8s.io/v1/storageclasses";
+  if (kind == "CSIDriver") return "/apis/storage.k8s.io/v1/csidrivers";
   if (kind == "PersistentVolume") return "/api/v1/persistentvolumes";
   if (kind == "PersistentVolumeClaim") return "/api/v1/namespaces/" + ns + "/persistentvolumeclaims";
   if (kind == "Pod") return "/api/v1/namespaces/" + ns + "/pods";
