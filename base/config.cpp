@@ -104,8 +104,8 @@ const std::vector<Setting>& Settings() {
        "for WaitForFirstConsumer classes of that name each instance publishes its node's free space as "
        "CSIStorageCapacity objects, so that the scheduler places pods only where their claims fit",
        [](Config& c, const std::string& v) -> std::string {
-         if (!v.empty() && !IsDnsName(v, 63))
-           return "must be a CSIDriver's name (at most 63 lower-case letters, digits, '-' and '.', no \"/\"), like "
+         if (!v.empty() && !IsDnsName(v, 253))
+           return "must be a CSIDriver's name (a DNS subdomain: lower-case letters, digits, '-' and '.', no \"/\"), like "
                   "hostpath.hostpath-provisioner.io, not \"" + v + "\"";
          c.capacity_provisioner_name = v;
          return "";
