@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -71,18 +72,35 @@ void Install(Nodes& n, bool driver = true) {
   for (const char* node : {"node-a", "node-b"}) n.api->RegisterNode(node);
 }
 
+// Install, with node-a's and node-b's roots tmpfs of the given sizes: `mounted` false (the test
+// then returns) where a tmpfs cannot be mounted. Start runs both instances, and waits for their
+// objects.
+struct TwoDisks {
+  Nodes n;
+  std::unique_ptr<Tmpfs> a, b;
+  bool mounted = false;
+  TwoDisks(const char* size_a, const char* size_b) {
+    Install(n);
+    ::mkdir(n.Root("node-a").c_str(), 0755);
+    ::mkdir(n.Root("node-b").c_str(), 0755);
+    a = std::make_unique<Tmpfs>(n.Root("node-a"), size_a);
+    b = std::make_unique<Tmpfs>(n.Root("node-b"), size_b);
+    mounted = a->mounted && b->mounted;
+  }
+  void Start(const char* interval) {
+    for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", interval}});
+    REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("each node publishes its room; a pod goes only where its claim fits, and one that fits nowhere stays Pending",
           "[e2e][nodes][capacity]") {
-  Nodes n;
-  Install(n);
-  ::mkdir(n.Root("node-a").c_str(), 0755);
-  ::mkdir(n.Root("node-b").c_str(), 0755);
-  Tmpfs a(n.Root("node-a"), "16m"), b(n.Root("node-b"), "64m");
-  if (!a.mounted || !b.mounted) return;
-  for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", "1"}});
-  REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
+  TwoDisks disks("16m", "64m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start("1");
   auto objects = Objects(n);
   for (const auto& [node, mib] : std::map<std::string, uint64_t>{{"node-a", 16}, {"node-b", 64}}) {
     INFO(node);
@@ -138,14 +156,10 @@ TEST_CASE("each node publishes its room; a pod goes only where its claim fits, a
 }
 
 TEST_CASE("filling or freeing a node's disk moves where the next pod goes", "[e2e][nodes][capacity]") {
-  Nodes n;
-  Install(n);
-  ::mkdir(n.Root("node-a").c_str(), 0755);
-  ::mkdir(n.Root("node-b").c_str(), 0755);
-  Tmpfs a(n.Root("node-a"), "64m"), b(n.Root("node-b"), "64m");
-  if (!a.mounted || !b.mounted) return;
-  for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", "1"}});
-  REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
+  TwoDisks disks("64m", "64m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start("1");
 
   Fill(n.Root("node-a") + "/someone-elses-file", 48);  // not a volume: the disk fills all the same
   REQUIRE(Eventually([&] { return Capacity(n, "node-a") < 20 * kMiB; }));
@@ -171,15 +185,11 @@ TEST_CASE("filling or freeing a node's disk moves where the next pod goes", "[e2
 
 TEST_CASE("a pod placed by a figure that is out of date: the claim is handed back and the figure corrected at once",
           "[e2e][nodes][capacity]") {
-  Nodes n;
-  Install(n);
-  ::mkdir(n.Root("node-a").c_str(), 0755);
-  ::mkdir(n.Root("node-b").c_str(), 0755);
-  Tmpfs a(n.Root("node-a"), "64m"), b(n.Root("node-b"), "64m");
-  if (!a.mounted || !b.mounted) return;
+  TwoDisks disks("64m", "64m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
   // An hour between checks: only the failed provision can correct node-a's figure in time.
-  for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", "3600"}});
-  REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
+  disks.Start("3600");
   Fill(n.Root("node-a") + "/someone-elses-file", 48);
   ClaimOf(n, "data", "32Mi");
   n.api->CreateYaml(PodYaml("app", "data"));  // node-a first: its figure still says 64 MiB

@@ -30,6 +30,17 @@ std::string TempDir() {
   return tmpl;
 }
 
+RbacDir::RbacDir(const std::string& rbac_yaml) : dir(TempDir()) { std::ofstream(dir + "/rbac.yaml") << rbac_yaml; }
+
+RbacDir::~RbacDir() { std::filesystem::remove_all(dir); }
+
+fake::ApiServerOptions RbacDir::Options() const {
+  fake::ApiServerOptions o;
+  o.dir = dir + "/api";
+  o.rbac_files = {dir + "/rbac.yaml"};
+  return o;
+}
+
 Server::Server(fake::ApiServerOptions opts) : api(WithDir(std::move(opts))) {
   Status s = api.Start();
   INFO(s.message());

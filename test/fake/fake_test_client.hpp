@@ -27,6 +27,15 @@ struct Server {
   fake::ApiServer api;
 };
 
+// A fresh directory holding `rbac_yaml` as rbac.yaml, removed at scope end (declare it before
+// the Server); Options() start a server in it that enforces that RBAC.
+struct RbacDir {
+  explicit RbacDir(const std::string& rbac_yaml);
+  ~RbacDir();
+  fake::ApiServerOptions Options() const;
+  std::string dir;
+};
+
 // The endpoint a product client (ApiConnection) uses to reach the server as its admin.
 std::shared_ptr<ApiEndpoint> EndpointOf(const fake::ApiServer& api);
 

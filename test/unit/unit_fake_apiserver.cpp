@@ -466,13 +466,7 @@ TEST_CASE("the request log records user, verb, resource and code") {
 }
 
 TEST_CASE("RBAC from YAML allows what the roles grant and denies the rest with the real message") {
-  std::string dir = TempDir();
-  struct Cleanup {
-    std::string d;
-    ~Cleanup() { std::filesystem::remove_all(d); }
-  } cleanup{dir};  // destroyed after the server below
-  std::string rbac = dir + "/rbac.yaml";
-  std::ofstream(rbac) << R"(apiVersion: rbac.authorization.k8s.io/v1
+  RbacDir rbac(R"(apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata:
   name: prov
@@ -514,11 +508,8 @@ subjects:
 - kind: ServiceAccount
   name: hostpath-provisioner
   namespace: kube-system
-)";
-  fake::ApiServerOptions o;
-  o.dir = dir + "/api";
-  o.rbac_files = {rbac};
-  Server s(o);
+)");  // removed after the server below
+  Server s(rbac.Options());
   const std::string sa = s.api.sa_token();
   struct Case {
     const char* name;

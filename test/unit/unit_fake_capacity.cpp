@@ -343,13 +343,7 @@ TEST_CASE("CSI kinds: kubectl's tables (printCSIDriver; the default convertor fo
 }
 
 TEST_CASE("CSI kinds: RBAC grants csidrivers at the cluster scope and csistoragecapacities per namespace") {
-  std::string dir = TempDir();
-  struct Cleanup {
-    std::string d;
-    ~Cleanup() { std::filesystem::remove_all(d); }
-  } cleanup{dir};  // destroyed after the server below
-  std::string rbac = dir + "/rbac.yaml";
-  std::ofstream(rbac) << R"(apiVersion: rbac.authorization.k8s.io/v1
+  RbacDir rbac(R"(apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: drivers}
 rules:
@@ -378,11 +372,8 @@ metadata: {name: capacities, namespace: kube-system}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: capacities}
 subjects:
 - {kind: ServiceAccount, name: hostpath-provisioner, namespace: kube-system}
-)";
-  fake::ApiServerOptions o;
-  o.dir = dir + "/api";
-  o.rbac_files = {rbac};
-  Server s(o);
+)");  // removed after the server below
+  Server s(rbac.Options());
   const std::string sa = s.api.sa_token();
   CHECK(Call(s.api, sa, "GET", kDrivers).code == 200);
   CHECK(Call(s.api, sa, "POST", kDrivers, Driver("d.example.com")).code == 403);

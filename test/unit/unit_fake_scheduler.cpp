@@ -198,13 +198,7 @@ TEST_CASE("kubectl get nodes prints NAME, STATUS, ROLES, AGE, VERSION; get pods 
 }
 
 TEST_CASE("RBAC: nodes are granted by ClusterRoleBindings only; pods per namespace; subresources by name") {
-  std::string dir = TempDir();
-  struct Cleanup {
-    std::string d;
-    ~Cleanup() { std::filesystem::remove_all(d); }
-  } cleanup{dir};  // destroyed after the server below
-  std::string rbac = dir + "/rbac.yaml";
-  std::ofstream(rbac) << R"(apiVersion: rbac.authorization.k8s.io/v1
+  RbacDir rbac(R"(apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
 metadata: {name: node-reader}
 rules:
@@ -233,11 +227,8 @@ metadata: {name: in-default, namespace: default}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: everything-on-nodes-and-pods}
 subjects:
 - {kind: ServiceAccount, name: hostpath-provisioner, namespace: kube-system}
-)";
-  fake::ApiServerOptions o;
-  o.dir = dir + "/api";
-  o.rbac_files = {rbac};
-  Server s(o);
+)");  // removed after the server below
+  Server s(rbac.Options());
   REQUIRE(Admin(s.api, "POST", kNodes, fake_kubelet::NodeJson("n1")).code == 201);
   const std::string sa = s.api.sa_token();
   const std::string pod = R"({"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","image":"busybox"}]}})";
