@@ -1,6 +1,7 @@
 // Storage capacity publication: the bodies (capacity_publisher.hpp has the contracts).
 #include "control/nodes/capacity_publisher.hpp"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <utility>
@@ -74,7 +75,10 @@ void CapacityPublisher::Run() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopped_ && !ready_()) cv_.wait_for(lock, std::chrono::milliseconds(100));
   }
-  Clock::time_point last{};
+  Clock::time_point last{}, loaded_at{};
+  // What the API holds is read again once a resync period: an object someone deleted or edited
+  // (nothing watches them) is then written again, even if the disk did not move.
+  const auto reload = std::chrono::seconds(cfg_.resync_seconds);
   bool prompt = false;
   for (;;) {
     {
@@ -83,11 +87,14 @@ void CapacityPublisher::Run() {
       prompt = prompt_;
       changed_ = prompt_ = false;
     }
-    if (!loaded_) loaded_ = Load(api);
+    if (loaded_ && reload.count() > 0 && Clock::now() - loaded_at >= reload) loaded_ = false;
+    if (!loaded_ && (loaded_ = Load(api))) loaded_at = Clock::now();
     if (loaded_) Pass(api, prompt);
     last = Clock::now();
+    auto next = last + interval;
+    if (loaded_ && reload.count() > 0) next = std::min(next, loaded_at + reload);
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_until(lock, last + interval, [this] { return stopped_ || changed_; });
+    cv_.wait_until(lock, next, [this] { return stopped_ || changed_; });
     // A burst of changes (claims made one after another) is one check a second.
     if (!stopped_ && changed_) cv_.wait_until(lock, last + std::chrono::seconds(1), [this] { return stopped_; });
   }

@@ -8,8 +8,10 @@
 // A thread checks every root that a class of it uses against the published figure every
 // CAPACITY_INTERVAL, and at once (at most once a second) after Changed: a figure that moved
 // is written (CapacityWorthWriting), an object whose class went or stopped getting one is
-// deleted. Nothing is written while nothing moves. Errors are logged once each (until they
-// change), and the write is tried again at the next check.
+// deleted. Nothing is written while nothing moves. Nothing watches the objects: they are read
+// again once a RESYNC_PERIOD (one list of this node's), so that one deleted or edited by hand
+// is put right within it. Errors are logged once each (until they change), and the write is
+// tried again at the next check.
 #pragma once
 #include <atomic>
 #include <chrono>

@@ -231,6 +231,22 @@ TEST_CASE("objects follow the classes: none for Immediate or others' classes, 0 
   CHECK(n.api->Denials().empty());
 }
 
+TEST_CASE("an object deleted or edited by hand is put right within a resync period", "[e2e][nodes][capacity]") {
+  Nodes n;
+  Install(n);
+  n.Start("node-a", {{"CAPACITY_INTERVAL", "3600"}, {"RESYNC_PERIOD", "2"}});
+  REQUIRE(Eventually([&] { return Objects(n).size() == 1; }));
+  const double figure = Capacity(n, "node-a");
+  const std::string name = Objects(n)["node-a"].get("metadata").get("name").to_str();
+  REQUIRE(n.api->Delete(kObjects + "/" + name).code == 200);
+  CHECK(Eventually([&] { return Capacity(n, "node-a") > 0; }));
+  // An admin's edit: the scheduler would send no pod here.
+  Reply r = n.api->Call("PATCH", kObjects + "/" + name, R"({"capacity":"0"})", "application/merge-patch+json");
+  REQUIRE(r.code == 200);
+  CHECK(Eventually([&] { return Capacity(n, "node-a") > figure / 2; }));
+  CHECK(Objects(n).size() == 1);
+}
+
 TEST_CASE("without the CSIDriver the log says that the scheduler ignores the figures", "[e2e][nodes][capacity]") {
   Nodes n;
   Install(n, false);
