@@ -11,15 +11,16 @@
 //    fake every kPollMs, has followed (moved by half the file);
 //  - at rest: N instances (node-0 .. node-(N-1), a tmpfs root each), the install's class and
 //    hostpath-strict (the same with overcommit "false", so that each claim's request moves the
-//    figure); once every node has both objects and the instances are quiet, the
+//    figure); once every node has both objects and no instance has written for 3 s, the
 //    csistoragecapacities writes in the fake's request log over kRestSeconds, per node and
 //    minute (the instances' hostpath_provisioner_capacity_writes_total, summed, alongside);
 //  - bursts: on the same instances, kCapacityClaimsPerNode claims of hostpath-strict per node
 //    created at once (selected-node set at their create, as node-scale's) and then deleted,
-//    kCapacityRounds rounds; the capacity writes from each burst's start until the instances
-//    are quiet again (request log, and the metric), per claim; and whether every node's figure
-//    then shows the claims (after a create: 10 requests less than at rest; after a delete:
-//    what it was at rest).
+//    kCapacityRounds rounds; the capacity writes from each burst's start until every node's
+//    figure shows it (after a create: 10 requests less than at rest; after a delete: what it
+//    was at rest; at most 60 s) and no instance has written for 3 s (request log, and the
+//    metric), per claim; and how many nodes' figures did show it. After the last create burst,
+//    kRestSeconds at rest again, the claims' volumes there (a usage scan walks them).
 // Not part of the default run: `build/bench --only capacity [--nodes 3,24,100]` (N = 3 and 24
 // unless --nodes says otherwise).
 #pragma once
@@ -54,6 +55,8 @@ struct CapacityScale {
   double published_seconds = 0;  // then until every node's objects existed
   long rest_writes = 0;          // request log, over kRestSeconds
   double rest_metric = 0;        // the metric's growth over the same time, summed
+  long rest_bound_writes = 0;    // the same after the last create burst, its volumes there
+  double rest_bound_metric = 0;
   std::vector<double> create_writes, delete_writes;  // per burst, request log
   std::vector<double> create_metric, delete_metric;  // per burst, the metric's growth
   std::vector<double> create_seconds, delete_seconds;  // the bursts' own times (all Bound / all gone)
