@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "base/yaml.hpp"
@@ -108,17 +109,29 @@ double Node0Figure(Api& admin) {
   return it == all.end() ? -1 : it->second;
 }
 
+// The names of the objects of class `cls`.
+std::set<std::string> ObjectsOf(Api& admin, const std::string& cls) {
+  Reply r = admin.Call("GET", kObjects);
+  std::set<std::string> out;
+  if (r.code == 200 && r.json.get("items").is<picojson::array>())
+    for (const picojson::value& item : r.json.get("items").get<picojson::array>())
+      if (Str(item, {"storageClassName"}) == cls) out.insert(Str(item, {"metadata", "name"}));
+  return out;
+}
+
 // The service account's writes (create, update, patch, delete) of csistoragecapacities in the
-// fake's request log since its last reset.
-long CapacityWritesInLog(const Fake& fake) {
+// fake's request log since its last reset; with `of`, those of the objects named there in *in.
+long CapacityWritesInLog(const Fake& fake, const std::set<std::string>& of = {}, long* in = nullptr) {
   Reply r = fake.Admin()->Call("GET", "/fake/requests");
   if (r.code != 200 || !r.json.is<picojson::array>()) throw Failure("GET /fake/requests: " + std::to_string(r.code));
   long n = 0;
   for (const auto& rec : r.json.get<picojson::array>()) {
     const std::string verb = Str(rec, {"verb"});
     if (Str(rec, {"user"}) == kSaUser && Str(rec, {"resource"}) == "csistoragecapacities" &&
-        (verb == "create" || verb == "update" || verb == "patch" || verb == "delete"))
+        (verb == "create" || verb == "update" || verb == "patch" || verb == "delete")) {
       ++n;
+      if (in != nullptr && of.count(Str(rec, {"name"})) > 0) ++*in;
+    }
   }
   return n;
 }
@@ -253,6 +266,7 @@ void RunScale(const Places& at, int n, CapacityScale* out) {
   };
   WaitWritesQuiet(instances, [] { return true; });
   rest = Figures(*fake->Admin());
+  const std::set<std::string> install_objects = ObjectsOf(*fake->Admin(), "hostpath");
   at_rest("", &out->rest_writes, &out->rest_metric);
 
   // How many nodes' hostpath-strict figure is `claims` requests below its figure at rest (within
@@ -274,7 +288,10 @@ void RunScale(const Places& at, int n, CapacityScale* out) {
       Burst b = RunBurst(t, create, "c" + std::to_string(round), claims, &made);
       const int want = create ? kCapacityClaimsPerNode : 0;
       WaitWritesQuiet(instances, [&] { return followed(want) == n; });
-      const double writes = static_cast<double>(CapacityWritesInLog(*fake)), metric = MetricSum(instances) - before;
+      long install = 0;  // of the install's class, whose figure the claims do not move
+      const double writes = static_cast<double>(CapacityWritesInLog(*fake, install_objects, &install));
+      const double metric = MetricSum(instances) - before;
+      (create ? out->create_install_writes : out->delete_install_writes) += install;
       (create ? out->create_writes : out->delete_writes).push_back(writes);
       (create ? out->create_metric : out->delete_metric).push_back(metric);
       (create ? out->create_seconds : out->delete_seconds).push_back(b.seconds);
@@ -381,6 +398,9 @@ void ReportCapacity(const Capacity& c, Report* rep, picojson::object* json) {
     row("writes per node per burst, create / delete", [](const CapacityScale& s) {
       return Fmt("%.1f", Median(s.create_writes) / s.nodes) + Fmt(" / %.1f", Median(s.delete_writes) / s.nodes);
     });
+    row("of those, the install's class's (all rounds), create / delete", [](const CapacityScale& s) {
+      return std::to_string(s.create_install_writes) + " / " + std::to_string(s.delete_install_writes);
+    });
     row("burst until all Bound / until all gone", [](const CapacityScale& s) {
       return Fmt("%.2f", Median(s.create_seconds)) + Fmt(" / %.2f s", Median(s.delete_seconds));
     });
@@ -405,6 +425,8 @@ void ReportCapacity(const Capacity& c, Report* rep, picojson::object* json) {
     so["delete_writes"] = Array(s.delete_writes);
     so["create_writes_metric"] = Array(s.create_metric);
     so["delete_writes_metric"] = Array(s.delete_metric);
+    so["create_install_class_writes"] = picojson::value(static_cast<double>(s.create_install_writes));
+    so["delete_install_class_writes"] = picojson::value(static_cast<double>(s.delete_install_writes));
     so["create_seconds"] = Array(s.create_seconds);
     so["delete_seconds"] = Array(s.delete_seconds);
     so["followed_create"] = picojson::value(static_cast<double>(s.followed_create));

@@ -19,7 +19,8 @@
 //    kCapacityRounds rounds; the capacity writes from each burst's start until every node's
 //    figure shows it (after a create: 10 requests less than at rest; after a delete: what it
 //    was at rest; at most 60 s) and no instance has written for 3 s (request log, and the
-//    metric), per claim; and how many nodes' figures did show it. After the last create burst,
+//    metric), per claim (and how many were of the install's class, whose figure the claims do
+//    not move); and how many nodes' figures did show it. After the last create burst,
 //    kRestSeconds at rest again, the claims' volumes there (a usage scan walks them).
 // Not part of the default run: `build/bench --only capacity [--nodes 3,24,100]` (N = 3 and 24
 // unless --nodes says otherwise).
@@ -59,6 +60,7 @@ struct CapacityScale {
   double rest_bound_metric = 0;
   std::vector<double> create_writes, delete_writes;  // per burst, request log
   std::vector<double> create_metric, delete_metric;  // per burst, the metric's growth
+  long create_install_writes = 0, delete_install_writes = 0;  // of those, the install's class's objects, all rounds
   std::vector<double> create_seconds, delete_seconds;  // the bursts' own times (all Bound / all gone)
   int followed_create = 0, followed_delete = 0;  // nodes whose figure showed the burst, last round
 };
