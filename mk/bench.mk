@@ -2,7 +2,8 @@
 # binary against the fake API server, and a baseline client against a second one; prints a
 # table of the figures against their targets and writes build/bench.json. Work files and logs:
 # build/bench-run/. What it measures and why: docs/performance.md.
-#   make bench BENCH_ARGS="--only node-scale"   one section, or one not run by default (node scale)
+#   make bench BENCH_ARGS="--only node-scale"   one section, or one not run by default (node scale,
+#                                                capacity: storage capacity, root)
 .PHONY: bench
 
 BENCH_SRCS := $(wildcard test/bench/*.cpp)

@@ -10,10 +10,13 @@
 //  - section_quota: enforced sizes (btrfs qgroups, root only);
 //  - section_clones: clones by each method, and bursts while a copy runs;
 //  - section_node_scale (only when asked): N node-aware instances on one fake against one
-//    single-node instance, N = 24 and 100 (issue 46).
+//    single-node instance, N = 24 and 100 (issue 46);
+//  - section_capacity (only when asked, root): storage capacity following the disk, and its API
+//    writes at rest and in bursts over N instances, N = 3 and 24 (issue 52).
 // Usage: build/bench [--only SECTION[,SECTION...]] [--nodes N[,N...]]
-//   SECTION: bursts, node-aware, usage-scan, startup, quota, clones, node-scale; without --only
-//   every section but node-scale. --nodes: node-scale's instance counts (default 24,100).
+//   SECTION: bursts, node-aware, usage-scan, startup, quota, clones, node-scale, capacity; without
+//   --only every section but node-scale and capacity. --nodes: the instance counts of node-scale
+//   (default 24,100) and capacity (default 3,24).
 // A benchmark, not a test: exit 0 unless something broke (a process that does not start, a
 // burst not done within 120 s); 2 for a bad argument. Output: a table on stdout and
 // build/bench.json (with --only: build/bench-SECTION[+SECTION...].json). Work files and logs:
@@ -38,6 +41,7 @@
 #include "test/bench/common.hpp"
 #include "test/bench/report.hpp"
 #include "test/bench/section_bursts.hpp"
+#include "test/bench/section_capacity.hpp"
 #include "test/bench/section_clones.hpp"
 #include "test/bench/section_idle.hpp"
 #include "test/bench/section_node_aware.hpp"
@@ -49,13 +53,17 @@
 namespace bench {
 namespace {
 
-const std::set<std::string> kSections = {"bursts", "node-aware", "usage-scan", "startup", "quota", "clones", "node-scale"};
+const std::set<std::string> kSections = {"bursts", "node-aware", "usage-scan", "startup", "quota",
+                                          "clones", "node-scale", "capacity"};
 
 struct Args {
-  std::set<std::string> only;     // empty: every section but node-scale
+  std::set<std::string> only;     // empty: every section but node-scale and capacity
   std::string only_text;          // as given, for the JSON file's name
   std::vector<int> nodes{24, 100};
-  bool Runs(const std::string& section) const { return only.empty() ? section != "node-scale" : only.count(section) > 0; }
+  bool nodes_given = false;       // else capacity's default, 3,24
+  bool Runs(const std::string& section) const {
+    return only.empty() ? section != "node-scale" && section != "capacity" : only.count(section) > 0;
+  }
 };
 
 std::vector<std::string> Split(const std::string& s) {
@@ -72,14 +80,16 @@ std::optional<Args> Parse(int argc, char** argv) {
     const std::string flag = argv[i];
     if ((flag != "--only" && flag != "--nodes") || i + 1 == argc) {
       std::fprintf(stderr, "usage: bench [--only SECTION[,SECTION...]] [--nodes N[,N...]]\n  SECTION: bursts, node-aware, "
-                           "usage-scan, startup, quota, clones, node-scale (without --only: all but node-scale)\n");
+                           "usage-scan, startup, quota, clones, node-scale, capacity (without --only: all but node-scale and "
+                           "capacity)\n");
       return std::nullopt;
     }
     const std::string value = argv[++i];
     if (flag == "--only") {
       for (const std::string& s : Split(value)) {
         if (kSections.count(s) == 0) {
-          std::fprintf(stderr, "bench: no section \"%s\" (bursts, node-aware, usage-scan, startup, quota, clones, node-scale)\n",
+          std::fprintf(stderr, "bench: no section \"%s\" (bursts, node-aware, usage-scan, startup, quota, clones, node-scale, "
+                               "capacity)\n",
                        s.c_str());
           return std::nullopt;
         }
@@ -89,6 +99,7 @@ std::optional<Args> Parse(int argc, char** argv) {
       std::replace(a.only_text.begin(), a.only_text.end(), ',', '+');
     } else {
       a.nodes.clear();
+      a.nodes_given = true;
       for (const std::string& s : Split(value)) {
         const int n = std::atoi(s.c_str());
         if (n < 1 || std::to_string(n) != s) {
@@ -140,6 +151,8 @@ int Run(const Args& args) {
   if (args.Runs("quota")) quota = RunQuota(at);
   if (args.Runs("clones")) clones = RunClones(at);
   if (args.Runs("node-scale")) node_scale = RunNodeScale(at, args.nodes);
+  std::optional<Capacity> capacity;
+  if (args.Runs("capacity")) capacity = RunCapacity(at, args.nodes_given ? args.nodes : std::vector<int>{3, 24});
   const double load_after = LoadAverage();
 
   Report rep;
@@ -151,6 +164,7 @@ int Run(const Args& args) {
   if (quota) ReportQuota(*quota, &rep, &json);
   if (clones) ReportClones(*clones, &rep, &json);
   if (!node_scale.empty()) ReportNodeScale(node_scale, &rep, &json);
+  if (capacity) ReportCapacity(*capacity, &rep, &json);
   if (bursts) ReportIdle(bursts->idle, &rep);
   if (startup) ReportStartup(*startup, &rep);
   ReportBinary(provisioner_bin, static_cast<long>(st.st_size), &rep, &json);

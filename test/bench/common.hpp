@@ -1,6 +1,7 @@
 // What every part of the benchmark shares: its sizes, its one error type, and small helpers for
 // time, text and figures. The bench uses no code of the provisioner: only its binary, the fake's
-// binary and manifests/rbac.yaml (and the test helpers of test/support and test/fake).
+// binary and manifests/rbac.yaml (and the test helpers of test/support and test/fake, and base/yaml
+// to read the manifests the capacity section creates).
 #pragma once
 #include <chrono>
 #include <cstdint>
