@@ -1,0 +1,170 @@
+// Attacks on placement by free space (docs/nodes.md "Placement by free space"), by the actors of
+// THREATS.md: a careless administrator who deletes or edits the CSIStorageCapacity objects by
+// hand or runs two installs in one namespace, and a cluster whose Node object is deleted and
+// registered again (the garbage collector removes the objects it owned). Each node's root is a
+// tmpfs of a known size, so the figures are the disk's, and nothing on the disk moves: only
+// what the actor did can make a figure change.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "test/support/harness.hpp"
+#include "test/support/nodes_harness.hpp"
+#include "test/support/tmpfs.hpp"
+
+using namespace harness;
+
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+const std::string kObjects = "/apis/storage.k8s.io/v1/namespaces/kube-system/csistoragecapacities";
+// Long enough for a check or the periodic re-read of the objects at CAPACITY_INTERVAL 1.
+constexpr auto kPutRight = std::chrono::seconds(90);
+
+// The objects of class `cls`, by the node their topology names.
+std::map<std::string, picojson::value> Objects(Nodes& n, const std::string& cls = "hostpath") {
+  std::map<std::string, picojson::value> out;
+  Reply r = n.api->Get(kObjects);
+  if (r.code != 200) return out;
+  for (const picojson::value& item : r.json.get("items").get<picojson::array>()) {
+    if (item.get("storageClassName").to_str() != cls) continue;
+    const picojson::value& node = item.get("nodeTopology").get("matchLabels").get("kubernetes.io/hostname");
+    if (node.is<std::string>()) out[node.get<std::string>()] = item;
+  }
+  return out;
+}
+
+double Capacity(Nodes& n, const std::string& node, const std::string& cls = "hostpath") {
+  auto all = Objects(n, cls);
+  auto it = all.find(node);
+  return it == all.end() ? -1 : std::stod(it->second.get("capacity").to_str());
+}
+
+std::string Field(Nodes& n, const std::string& node, const std::string& field, const std::string& cls = "hostpath") {
+  auto all = Objects(n, cls);
+  auto it = all.find(node);
+  return it == all.end() ? "" : it->second.get("metadata").get(field).to_str();
+}
+
+// Node-a's and node-b's roots, tmpfs of the given sizes, the DaemonSet install's class and
+// CSIDriver; `mounted` false (the test then returns) where a tmpfs cannot be mounted.
+struct TwoDisks {
+  Nodes n;
+  std::unique_ptr<Tmpfs> a, b;
+  bool mounted = false;
+  TwoDisks(const char* size_a, const char* size_b, const std::string& rbac = "manifests/daemonset/rbac.yaml")
+      : n({}, rbac) {
+    REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);
+    n.api->CreateYaml(ReadFile("manifests/daemonset/storageclass.yaml"));
+    n.api->CreateYaml(ReadFile("manifests/daemonset/csidriver.yaml"));
+    for (const char* node : {"node-a", "node-b"}) {
+      n.api->RegisterNode(node);
+      ::mkdir(n.Root(node).c_str(), 0755);
+    }
+    a = std::make_unique<Tmpfs>(n.Root("node-a"), size_a);
+    b = std::make_unique<Tmpfs>(n.Root("node-b"), size_b);
+    mounted = a->mounted && b->mounted;
+  }
+  void Start() {
+    for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", "1"}});
+    REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("attack: an administrator deletes a node's capacity object; it comes back and the pod that fits only there "
+          "is placed", "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "16m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start();
+  const std::string name = Objects(n)["node-a"].get("metadata").get("name").to_str();
+  // kubectl -n kube-system delete csistoragecapacities <name>: the scheduler now has no figure
+  // for node-a, and places no pod of the class there.
+  REQUIRE(n.api->Delete(kObjects + "/" + name).code == 200);
+  n.api->CreateYaml(ClaimYaml("default", "data", "hostpath", "32Mi"));  // fits node-a only
+  n.api->CreateYaml(PodYaml("app", "data"));
+  CHECK(Eventually([&] { return Capacity(n, "node-a") > 60 * kMiB; }, kPutRight));
+  CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-a"; }, kPutRight));
+  CHECK(n.WaitBound("data"));
+}
+
+TEST_CASE("attack: an administrator edits a node's figure to 0; it is put right", "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "16m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start();
+  picojson::value o = Objects(n)["node-a"];
+  o.get<picojson::object>()["capacity"] = picojson::value("0");
+  REQUIRE(n.api->Call("PUT", kObjects + "/" + o.get("metadata").get("name").to_str(), o.serialize()).code == 200);
+  REQUIRE(Capacity(n, "node-a") == 0);
+  CHECK(Eventually([&] { return Capacity(n, "node-a") > 60 * kMiB; }, kPutRight));
+}
+
+TEST_CASE("attack: a node deleted and registered again; its objects are made again, owned by the new Node",
+          "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "16m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start();
+  const std::string old_uid = n.api->Get("/api/v1/nodes/node-a").json.get("metadata").get("uid").to_str();
+  REQUIRE(n.api->Delete("/api/v1/nodes/node-a").code == 200);
+  // What the garbage collector does: the objects whose owner is gone go with it.
+  for (const auto& [node, o] : Objects(n))
+    if (node == "node-a") REQUIRE(n.api->Delete(kObjects + "/" + o.get("metadata").get("name").to_str()).code == 200);
+  n.api->RegisterNode("node-a");  // the kubelet registers it again: a new uid
+  const std::string new_uid = n.api->Get("/api/v1/nodes/node-a").json.get("metadata").get("uid").to_str();
+  REQUIRE(new_uid != old_uid);
+  auto owner = [&] {
+    auto all = Objects(n);
+    auto it = all.find("node-a");
+    return it == all.end() ? std::string() : it->second.get("metadata").get("ownerReferences").get(0).get("uid").to_str();
+  };
+  // An owner reference to the old uid would have the garbage collector delete it again.
+  CHECK(Eventually([&] { return owner() == new_uid; }, kPutRight));
+}
+
+TEST_CASE("attack: two installs in one namespace, each with its own class of storage capacity, leave each other's "
+          "objects alone", "[e2e][nodes][capacity][attack]") {
+  TempDir rbac_dir;
+  // The second install's dispatch Lease allowed too, as its admin would have added it.
+  std::string rbac = ReadFile("manifests/daemonset/rbac.yaml");
+  const std::string lease = "resourceNames: [hostpath-provisioner.io-hostpath-dispatch";
+  REQUIRE(rbac.find(lease) != std::string::npos);
+  rbac.replace(rbac.find(lease), lease.size(), lease + ", other.example-hostpath-dispatch");
+  WriteFile(rbac_dir.path() + "/rbac.yaml", rbac);
+  TwoDisks disks("64m", "16m", rbac_dir.path() + "/rbac.yaml");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start();
+  std::string other = ClassYaml("other", "Delete", "other.example");
+  other.replace(other.find("Immediate"), 9, "WaitForFirstConsumer");
+  n.api->CreateYaml(other);
+  const std::string uid = Field(n, "node-a", "uid");
+  // The second install's instance on node-a: its own names, its own root.
+  ::mkdir((n.tmp.path() + "/other-a").c_str(), 0755);
+  auto second = [&] {
+    return std::make_unique<Provisioner>(*n.api, n.tmp.path() + "/other-a",
+                                         std::map<std::string, std::string>{
+                                             {"NODE_NAME", "node-a"}, {"PROVISIONER_NAME", "other.example/hostpath"},
+                                             {"CAPACITY_PROVISIONER_NAME", "other.example"}, {"CAPACITY_INTERVAL", "1"}});
+  };
+  auto instance = second();
+  REQUIRE(Eventually([&] { return Capacity(n, "node-a", "other") > 0; }));
+  // Several of its checks later, and after a restart (which reads the node's objects again),
+  // the first install's object is still the one it made.
+  ::sleep(3);
+  CHECK(Field(n, "node-a", "uid") == uid);
+  CHECK_THAT(instance->Log(), !Catch::Contains("class hostpath gone"));
+  instance.reset();
+  instance = second();
+  ::sleep(3);
+  CHECK(Field(n, "node-a", "uid") == uid);
+  CHECK_THAT(instance->Log(), !Catch::Contains("class hostpath gone"));
+  CHECK(Capacity(n, "node-a", "other") > 0);
+}
