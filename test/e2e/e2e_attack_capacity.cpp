@@ -22,8 +22,8 @@ namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
 const std::string kObjects = "/apis/storage.k8s.io/v1/namespaces/kube-system/csistoragecapacities";
-// Long enough for a check or the periodic re-read of the objects at CAPACITY_INTERVAL 1.
-constexpr auto kPutRight = std::chrono::seconds(90);
+// Long enough for a check or the periodic re-read of the objects (RESYNC_PERIOD 2, as Start sets).
+constexpr auto kPutRight = std::chrono::seconds(60);
 
 // The objects of class `cls`, by the node their topology names.
 std::map<std::string, picojson::value> Objects(Nodes& n, const std::string& cls = "hostpath") {
@@ -70,7 +70,7 @@ struct TwoDisks {
     mounted = a->mounted && b->mounted;
   }
   void Start() {
-    for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", "1"}});
+    for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", "1"}, {"RESYNC_PERIOD", "2"}});
     REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
   }
 };
@@ -152,7 +152,8 @@ TEST_CASE("attack: two installs in one namespace, each with its own class of sto
     return std::make_unique<Provisioner>(*n.api, n.tmp.path() + "/other-a",
                                          std::map<std::string, std::string>{
                                              {"NODE_NAME", "node-a"}, {"PROVISIONER_NAME", "other.example/hostpath"},
-                                             {"CAPACITY_PROVISIONER_NAME", "other.example"}, {"CAPACITY_INTERVAL", "1"}});
+                                             {"CAPACITY_PROVISIONER_NAME", "other.example"}, {"CAPACITY_INTERVAL", "1"},
+                                             {"RESYNC_PERIOD", "2"}});
   };
   auto instance = second();
   REQUIRE(Eventually([&] { return Capacity(n, "node-a", "other") > 0; }));
