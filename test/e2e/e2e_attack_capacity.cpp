@@ -169,3 +169,69 @@ TEST_CASE("attack: two installs in one namespace, each with its own class of sto
   CHECK_THAT(instance->Log(), !Catch::Contains("class hostpath gone"));
   CHECK(Capacity(n, "node-a", "other") > 0);
 }
+
+TEST_CASE("attack: an install from before (class hostpath of hostpath-provisioner.io/hostpath) upgraded, its class made "
+          "again under the new name: the old volume still expands, is cloned and is deleted", "[e2e][nodes][capacity][attack]") {
+  Nodes n;
+  REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);
+  n.api->CreateYaml(WffcClassYaml("hostpath") + "allowVolumeExpansion: true\n");  // the older storageclass.yaml
+  n.api->CreateYaml(ReadFile("manifests/daemonset/csidriver.yaml"));
+  for (const char* node : {"node-a", "node-b"}) {
+    n.api->RegisterNode(node);
+    n.Start(node, {{"CAPACITY_INTERVAL", "1"}});
+  }
+  n.api->CreateYaml(ClaimYaml("default", "old", "hostpath", "1Gi"));
+  n.SelectNode("old", "node-a");
+  REQUIRE(n.WaitBound("old"));
+  const picojson::value pv = n.api->Volume(n.VolumeOf("old"));
+  CHECK(Annotation(pv, "pv.kubernetes.io/provisioned-by") == "hostpath-provisioner.io/hostpath");
+  const std::string dir = pv.get("spec").get("hostPath").get("path").to_str();
+  WriteFile(dir + "/data", "kept");
+  CHECK(Objects(n).empty());  // the old name has no CSIDriver: no figures
+
+  // docs/nodes.md "Installs from before": the class made again under the new name.
+  REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);
+  n.api->CreateYaml(ReadFile("manifests/daemonset/storageclass.yaml"));
+  REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
+
+  REQUIRE(n.api->Call("PATCH", kClaims + std::string("old"), R"({"spec":{"resources":{"requests":{"storage":"2Gi"}}}})",
+                      "application/merge-patch+json")
+              .code == 200);
+  CHECK(Eventually([&] { return n.ClaimJson("old").get("status").get("capacity").get("storage").to_str() == "2Gi"; }));
+
+  n.api->CreateYaml(ClaimYaml("default", "copy", "hostpath", "2Gi", "old"));
+  n.api->CreateYaml(PodYaml("app", "copy", "node-a"));
+  REQUIRE(n.WaitBound("copy"));
+  const picojson::value copy = n.api->Volume(n.VolumeOf("copy"));
+  CHECK(Annotation(copy, "pv.kubernetes.io/provisioned-by") == kCapacityProvisioner);
+  CHECK(ReadFile(copy.get("spec").get("hostPath").get("path").to_str() + "/data") == "kept");
+
+  REQUIRE(n.api->Delete(kClaims + std::string("old")).code == 200);
+  CHECK(Eventually([&] { return !n.api->Volume(pv.get("metadata").get("name").to_str()).is<picojson::object>(); }));
+  struct stat st;
+  CHECK(::lstat(dir.c_str(), &st) != 0);
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("attack: overcommit \"false\": a volume promised but not written counts, so the next pod goes where the "
+          "promise leaves room", "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "64m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  std::string strict = ClassYaml("strict", "Delete", kCapacityProvisioner, "  overcommit: \"false\"\n");
+  strict.replace(strict.find("Immediate"), 9, "WaitForFirstConsumer");
+  n.api->CreateYaml(strict);
+  disks.Start();
+  REQUIRE(Eventually([&] { return Objects(n, "strict").size() == 2; }));
+  n.api->CreateYaml(ClaimYaml("default", "first", "strict", "40Mi"));
+  n.api->CreateYaml(PodYaml("p-first", "first", "node-a"));
+  REQUIRE(n.WaitBound("first"));
+  // Nothing written in it: the disk is as free as before, but 40 MiB are promised.
+  CHECK(Eventually([&] { return Capacity(n, "node-a", "strict") < 25 * kMiB; }));
+  CHECK(Capacity(n, "node-a") > 60 * kMiB);  // the class that overcommits: the disk's free space
+  n.api->CreateYaml(ClaimYaml("default", "second", "strict", "40Mi"));
+  n.api->CreateYaml(PodYaml("p-second", "second"));  // node-a first by name, were its figure the disk's
+  REQUIRE(n.WaitBound("second"));
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("second"))) == "node-b");
+  CHECK(n.Events("second", "ProvisioningFailed") == 0);
+}
