@@ -88,7 +88,13 @@ void CapacityPublisher::Run() {
       prompt = prompt_;
       changed_ = prompt_ = false;
     }
-    if (loaded_ && reload.count() > 0 && Clock::now() - loaded_at >= reload) loaded_ = false;
+    // A resync: read again, and write any movement at all: a claim that fits only in space
+    // freed within the 1% margin (CapacityWorthWriting) would otherwise wait for a write that
+    // may never come.
+    if (loaded_ && reload.count() > 0 && Clock::now() - loaded_at >= reload) {
+      loaded_ = false;
+      prompt = true;
+    }
     if (!loaded_ && (loaded_ = Load(api))) loaded_at = Clock::now();
     if (loaded_) Pass(api, prompt);
     last = Clock::now();

@@ -12,9 +12,10 @@
 // is written (CapacityWorthWriting), an object whose class went or stopped getting one is
 // deleted. Nothing is written while nothing moves. Nothing watches the objects: they are read
 // again once a RESYNC_PERIOD (one list of this node's, and a GET of the Node for the owner
-// reference's uid), so that one deleted or edited by someone else is put right within it.
-// Errors are logged once each (until they change), and the write is tried again at the next
-// check.
+// reference's uid), so that one deleted or edited by someone else is put right within it, and
+// any movement of a figure, however small, is written then (a claim within
+// CapacityWorthWriting's margin waits no longer). Errors are logged once each (until they
+// change), and the write is tried again at the next check.
 #pragma once
 #include <atomic>
 #include <chrono>

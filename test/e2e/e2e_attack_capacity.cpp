@@ -235,3 +235,20 @@ TEST_CASE("attack: overcommit \"false\": a volume promised but not written count
   CHECK(AffinityNode(n.api->Volume(n.VolumeOf("second"))) == "node-b");
   CHECK(n.Events("second", "ProvisioningFailed") == 0);
 }
+
+TEST_CASE("attack: space freed by less than 1%: a claim that fits only in what was freed is placed all the same",
+          "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "16m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  WriteFile(n.Root("node-a") + "/someone-elses-file", std::string(512 * 1024, 'x'));
+  disks.Start();
+  const double published = Capacity(n, "node-a");
+  // 256 KiB more than node-a's figure: it fits once the file goes, and fits no other node.
+  const std::string size = std::to_string(static_cast<uint64_t>(published) + 256 * 1024);
+  REQUIRE(::unlink((n.Root("node-a") + "/someone-elses-file").c_str()) == 0);
+  n.api->CreateYaml(ClaimYaml("default", "data", "hostpath", size));
+  n.api->CreateYaml(PodYaml("app", "data"));
+  CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-a"; }, kPutRight));
+  CHECK(n.WaitBound("data"));
+}
