@@ -252,3 +252,76 @@ TEST_CASE("attack: space freed by less than 1%: a claim that fits only in what w
   CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-a"; }, kPutRight));
   CHECK(n.WaitBound("data"));
 }
+
+TEST_CASE("attack: a tenant makes and deletes claims in a loop; the writes stay a few per claim, and the figure ends "
+          "as the disk is", "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "64m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start();
+  const double before = Metric(*n.instances["node-a"], "hostpath_provisioner_capacity_writes_total");
+  constexpr int kRounds = 8;
+  for (int i = 0; i < kRounds; ++i) {
+    const std::string name = "churn-" + std::to_string(i);
+    n.api->CreateYaml(ClaimYaml("default", name, "hostpath", "8Mi"));
+    n.api->CreateYaml(PodYaml("p-" + name, name, "node-a"));
+    REQUIRE(n.WaitBound(name));
+    WriteFile(n.api->Volume(n.VolumeOf(name)).get("spec").get("hostPath").get("path").to_str() + "/data",
+              std::string(4 * kMiB, 'x'));
+    REQUIRE(Eventually([&] { return Capacity(n, "node-a") < 61 * kMiB; }));  // each round moves the figure
+    const std::string pv = n.VolumeOf(name);
+    REQUIRE(n.api->Delete("/api/v1/namespaces/default/pods/p-" + name).code == 200);
+    REQUIRE(n.api->Delete(kClaims + name).code == 200);
+    REQUIRE(Eventually([&] { return !n.api->Volume(pv).is<picojson::object>(); }));
+    // Back to the empty disk's figure (a removal is written, however small the move).
+    REQUIRE(Eventually([&] { return Capacity(n, "node-a") > 63 * kMiB; }));
+  }
+  REQUIRE(before >= 0);
+  const double writes = Metric(*n.instances["node-a"], "hostpath_provisioner_capacity_writes_total") - before;
+  INFO("writes: " << writes);
+  CHECK(writes >= 2 * kRounds);  // down and up again, each round
+  CHECK(writes <= 2 * kRounds + 2);
+}
+
+TEST_CASE("attack: two instances of one install on one node (a DaemonSet rolling update with surge) converge on one "
+          "object, and rest", "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "64m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start();
+  Provisioner surge(*n.api, n.Root("node-a"),
+                    {{"NODE_NAME", "node-a"}, {"CAPACITY_PROVISIONER_NAME", kCapacityProvisioner}, {"CAPACITY_INTERVAL", "1"}});
+  std::string filler = n.Root("node-a") + "/someone-elses-file";
+  WriteFile(filler, std::string(32 * kMiB, 'x'));
+  REQUIRE(Eventually([&] { return Capacity(n, "node-a") < 33 * kMiB; }));
+  ::unlink(filler.c_str());
+  REQUIRE(Eventually([&] { return Capacity(n, "node-a") > 63 * kMiB; }));
+  ::sleep(2);
+  const std::string rv = Field(n, "node-a", "resourceVersion");
+  ::sleep(3);
+  CHECK(Field(n, "node-a", "resourceVersion") == rv);
+  Reply all = n.api->Get(kObjects);
+  CHECK(all.json.get("items").get<picojson::array>().size() == 2);
+  CHECK(n.api->Denials().empty());
+}
+
+TEST_CASE("attack: the new DaemonSet and class applied with the RBAC of before: loud in the log and on the pod",
+          "[e2e][nodes][capacity][attack]") {
+  TempDir rbac;
+  TwoDisks disks("64m", "64m", RbacWithout(rbac.path(), "role"));
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  n.Start("node-a", {{"CAPACITY_INTERVAL", "1"}});
+  CHECK(Eventually([&] {
+    return n.instances["node-a"]->Log().find("the provisioner's Role must allow list, create, update and delete of "
+                                             "csistoragecapacities in namespace kube-system: kubectl apply -f "
+                                             "manifests/daemonset/rbac.yaml") != std::string::npos;
+  }));
+  n.api->CreateYaml(ClaimYaml("default", "data", "hostpath", "1Mi"));
+  n.api->CreateYaml(PodYaml("app", "data"));
+  CHECK(Eventually([&] {
+    Reply r = n.api->Get("/api/v1/namespaces/default/pods/app");
+    return r.json.serialize().find("did not have enough free storage") != std::string::npos;
+  }));
+  CHECK(Phase(n.ClaimJson("data")) == "Pending");
+}
