@@ -44,6 +44,15 @@ double Capacity(Nodes& n, const std::string& node, const std::string& cls = "hos
   return it == all.end() ? -1 : std::stod(it->second.get("capacity").to_str());
 }
 
+// A pod's PodScheduled condition message ("" when it has none, or it is True).
+std::string Unschedulable(Nodes& n, const std::string& pod) {
+  Reply r = n.api->Get("/api/v1/namespaces/default/pods/" + pod);
+  if (r.code != 200 || !r.json.get("status").get("conditions").is<picojson::array>()) return "";
+  for (const picojson::value& c : r.json.get("status").get("conditions").get<picojson::array>())
+    if (c.get("type").to_str() == "PodScheduled" && c.get("status").to_str() == "False") return c.get("message").to_str();
+  return "";
+}
+
 std::string Field(Nodes& n, const std::string& node, const std::string& field, const std::string& cls = "hostpath") {
   auto all = Objects(n, cls);
   auto it = all.find(node);
@@ -324,4 +333,37 @@ TEST_CASE("attack: the new DaemonSet and class applied with the RBAC of before: 
     return r.json.serialize().find("did not have enough free storage") != std::string::npos;
   }));
   CHECK(Phase(n.ClaimJson("data")) == "Pending");
+}
+
+TEST_CASE("attack: a pvDir class with requireMount: 0 until its disk is mounted, then that disk's room, not PV_DIR's",
+          "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "64m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  const std::string fast = n.tmp.path() + "/fast";  // node-a's second disk; node-b has none
+  ::mkdir(fast.c_str(), 0755);
+  std::string cls = ClassYaml("fast", "Delete", kCapacityProvisioner, "  pvDir: " + fast + "\n  requireMount: \"true\"\n");
+  cls.replace(cls.find("Immediate"), 9, "WaitForFirstConsumer");
+  n.api->CreateYaml(cls);
+  n.Start("node-a", {{"CAPACITY_INTERVAL", "1"}, {"ALLOWED_PV_DIRS", fast}});
+  n.Start("node-b", {{"CAPACITY_INTERVAL", "1"}});
+  REQUIRE(Eventually([&] { return Objects(n, "fast").size() == 2; }));
+  CHECK(Capacity(n, "node-a", "fast") == 0);  // not mounted: its claims would fail here
+  CHECK(Capacity(n, "node-b", "fast") == 0);
+  n.api->CreateYaml(ClaimYaml("default", "data", "fast", "8Mi"));
+  n.api->CreateYaml(PodYaml("app", "data"));
+  CHECK(Eventually([&] { return Unschedulable(n, "app").find("did not have enough free storage") != std::string::npos; }));
+  {
+    Tmpfs disk(fast, "16m");
+    if (!disk.mounted) return;
+    CHECK(Eventually([&] { return Capacity(n, "node-a", "fast") > 15 * kMiB; }));
+    CHECK(Capacity(n, "node-a", "fast") <= 16 * kMiB);
+    CHECK(Eventually([&] { return PodNode(*n.api, "app") == "node-a"; }));
+    REQUIRE(n.WaitBound("data"));
+    CHECK(n.api->Volume(n.VolumeOf("data")).get("spec").get("hostPath").get("path").to_str().rfind(fast + "/", 0) == 0);
+    REQUIRE(n.api->Delete("/api/v1/namespaces/default/pods/app").code == 200);
+    REQUIRE(n.api->Delete(kClaims + std::string("data")).code == 200);
+    REQUIRE(Eventually([&] { return n.api->Get("/api/v1/persistentvolumes").json.get("items").get<picojson::array>().empty(); }));
+  }
+  CHECK(Eventually([&] { return Capacity(n, "node-a", "fast") == 0; }));  // unmounted again
 }
