@@ -113,8 +113,11 @@ bool CapacityPublisher::Load(KubeApi& api) {
     // the old one has the garbage collector delete the object.
     Result<Node> node = api.GetNode(cfg_.node_name);
     if (node.ok()) node_uid_ = node->meta.uid;
-    Problem("Node", node.ok() ? "" : "cannot read Node " + cfg_.node_name + " (its objects get no owner: they stay when "
-                                     "the node is deleted): " + node.status().message());
+    Problem("Node", node.ok() ? ""
+                              : "cannot read Node " + cfg_.node_name +
+                                    (node_uid_.empty() ? " (its objects get no owner: they stay when the node is deleted): "
+                                                       : " (its objects keep the owner last read): ") +
+                                    node.status().message());
     // The driver: without it the scheduler reads none of this (said once, not fatal).
     Result<CsiDriver> driver = api.GetCsiDriver(cfg_.capacity_provisioner_name);
     const std::string fix = "; create it: kubectl create -f manifests/daemonset/csidriver.yaml";

@@ -1,9 +1,12 @@
 // Attacks on placement by free space (docs/nodes.md "Placement by free space"), by the actors of
 // THREATS.md: a careless administrator who deletes or edits the CSIStorageCapacity objects by
-// hand or runs two installs in one namespace, and a cluster whose Node object is deleted and
-// registered again (the garbage collector removes the objects it owned). Each node's root is a
-// tmpfs of a known size, so the figures are the disk's, and nothing on the disk moves: only
-// what the actor did can make a figure change.
+// hand, runs two installs in one namespace, upgrades an install from before, or forgets the
+// RBAC; a cluster whose Node object is deleted and registered again (the garbage collector
+// removes the objects it owned), or that runs two instances on one node; a tenant making and
+// deleting claims in a loop; space freed within the 1% margin; classes whose figure is not
+// PV_DIR's free space (overcommit "false", a pvDir with requireMount). Each node's root is a
+// tmpfs of a known size, so the figures are the disk's, and nothing on the disk moves but what
+// the test does.
 #include <sys/stat.h>
 #include <unistd.h>
 
