@@ -23,9 +23,12 @@ bool ClassGetsCapacity(const Config& cfg, const StorageClass& sc);
 std::string CapacityObjectName(const std::string& node, const std::string& class_name);
 
 // The label selector of `node`'s objects (hostpath-provisioner.io/node=<its label value>), and
-// the labels each carries: that one, and which class it is for.
+// the labels each carries: that one, which class it is for, and which install made it (its
+// CAPACITY_PROVISIONER_NAME, as NodeLabelValue spells a long name): two installs in one
+// namespace select the same node's objects, and each leaves the other's alone.
 std::string CapacitySelector(const std::string& node);
 inline constexpr const char* kCapacityClassLabel = "hostpath-provisioner.io/class";
+inline constexpr const char* kCapacityDriverLabel = "hostpath-provisioner.io/driver";
 
 // What a new claim of a class may get on this node now.
 struct CapacityFigure {

@@ -77,7 +77,8 @@ void CapacityPublisher::Run() {
   }
   Clock::time_point last{}, loaded_at{};
   // What the API holds is read again once a resync period: an object someone deleted or edited
-  // (nothing watches them) is then written again, even if the disk did not move.
+  // (an admin; the garbage collector after the Node was registered again) is then written
+  // again, even if the disk did not move.
   const auto reload = std::chrono::seconds(cfg_.resync_seconds);
   bool prompt = false;
   for (;;) {
@@ -87,7 +88,13 @@ void CapacityPublisher::Run() {
       prompt = prompt_;
       changed_ = prompt_ = false;
     }
-    if (loaded_ && reload.count() > 0 && Clock::now() - loaded_at >= reload) loaded_ = false;
+    // A resync: read again, and write any movement at all: a claim that fits only in space
+    // freed within the 1% margin (CapacityWorthWriting) would otherwise wait for a write that
+    // may never come.
+    if (loaded_ && reload.count() > 0 && Clock::now() - loaded_at >= reload) {
+      loaded_ = false;
+      prompt = true;
+    }
     if (!loaded_ && (loaded_ = Load(api))) loaded_at = Clock::now();
     if (loaded_) Pass(api, prompt);
     last = Clock::now();
@@ -101,12 +108,17 @@ void CapacityPublisher::Run() {
 }
 
 bool CapacityPublisher::Load(KubeApi& api) {
-  if (node_uid_.empty()) {
+  {
+    // Each time: a Node deleted and registered again has a new uid, and an owner reference to
+    // the old one has the garbage collector delete the object.
     Result<Node> node = api.GetNode(cfg_.node_name);
     if (node.ok()) node_uid_ = node->meta.uid;
-    Problem("Node", node.ok() ? "" : "cannot read Node " + cfg_.node_name + " (its objects get no owner: they stay when "
-                                     "the node is deleted): " + node.status().message());
-    // The driver, once: without it the scheduler reads none of this (said, not fatal).
+    Problem("Node", node.ok() ? ""
+                              : "cannot read Node " + cfg_.node_name +
+                                    (node_uid_.empty() ? " (its objects get no owner: they stay when the node is deleted): "
+                                                       : " (its objects keep the owner last read): ") +
+                                    node.status().message());
+    // The driver: without it the scheduler reads none of this (said once, not fatal).
     Result<CsiDriver> driver = api.GetCsiDriver(cfg_.capacity_provisioner_name);
     const std::string fix = "; create it: kubectl create -f manifests/daemonset/csidriver.yaml";
     if (!driver.ok())
@@ -122,7 +134,7 @@ bool CapacityPublisher::Load(KubeApi& api) {
   std::vector<StorageCapacity> extra;
   Status s = api.ListAll<StorageCapacity>(api::StorageCapacities(ns_), CapacitySelector(cfg_.node_name),
                                           [&](Result<StorageCapacity> c) {
-                                            if (!c.ok()) return;
+                                            if (!c.ok() || !Mine(*c)) return;
                                             const std::string want = CapacityObjectName(cfg_.node_name, c->storage_class);
                                             if (c->node != cfg_.node_name || c->meta.name != want) extra.push_back(*c);
                                             else objects_[c->storage_class] = *c;
@@ -136,8 +148,17 @@ bool CapacityPublisher::Load(KubeApi& api) {
   return true;
 }
 
+bool CapacityPublisher::Mine(const StorageCapacity& c) const {
+  auto driver = c.meta.labels.find(kCapacityDriverLabel);
+  if (driver == c.meta.labels.end() || driver->second == NodeLabelValue(cfg_.capacity_provisioner_name)) return true;
+  // Another install's (one namespace, its own CAPACITY_PROVISIONER_NAME): its, unless its class
+  // is one of ours now (deleted and made again for this provisioner).
+  std::optional<StorageClass> sc = classes_->Get(c.storage_class);
+  return sc && ClassGetsCapacity(cfg_, *sc);
+}
+
 std::string CapacityPublisher::RbacFix() const {
-  return "; the provisioner's Role must allow get, list, create, update and delete of csistoragecapacities in namespace " +
+  return "; the provisioner's Role must allow list, create, update and delete of csistoragecapacities in namespace " +
          ns_ + ": kubectl apply -f manifests/daemonset/rbac.yaml";
 }
 
@@ -201,14 +222,17 @@ void CapacityPublisher::Publish(KubeApi& api, const StorageClass& sc, bool promp
     if (bytes.ok() && *bytes >= 0) was = static_cast<uint64_t>(*bytes);
   }
   const std::string max_size = figure.unlimited ? kUnlimitedSize : "";
+  const std::string driver = NodeLabelValue(cfg_.capacity_provisioner_name);
   const bool same_shape = it != objects_.end() && it->second.maximum_volume_size == max_size &&
-                          it->second.owner_node_uid == node_uid_;
+                          it->second.owner_node_uid == node_uid_ && it->second.meta.labels.count(kCapacityDriverLabel) &&
+                          it->second.meta.labels.at(kCapacityDriverLabel) == driver;
   if (same_shape && !CapacityWorthWriting(was, figure.capacity, prompt)) return;
   if (!may_act_()) return;
   StorageCapacity c;
   c.meta.name = CapacityObjectName(cfg_.node_name, name);
   c.meta.namespace_ = ns_;
   c.meta.labels = {{node_label::kKey, NodeLabelValue(cfg_.node_name)}, {kCapacityClassLabel, NodeLabelValue(name)},
+                   {kCapacityDriverLabel, driver},
                    {"app.kubernetes.io/name", "hostpath-provisioner"}};
   c.storage_class = name;
   c.node = cfg_.node_name;

@@ -3,15 +3,19 @@
 // one (decide/capacity.hpp), in the instance's namespace, for the scheduler to place pods by.
 // Each object names its node in nodeTopology (kubernetes.io/hostname, as the PVs' node
 // affinity) and is owned by the Node (the garbage collector removes it with the node); each
-// instance writes only its own node's, found by their label.
+// instance writes only its own node's, found by their label, and of those only its install's
+// (kCapacityDriverLabel: another install in the namespace, with another CAPACITY_PROVISIONER_NAME,
+// keeps its objects).
 //
 // A thread checks every root that a class of it uses against the published figure every
 // CAPACITY_INTERVAL, and at once (at most once a second) after Changed: a figure that moved
 // is written (CapacityWorthWriting), an object whose class went or stopped getting one is
 // deleted. Nothing is written while nothing moves. Nothing watches the objects: they are read
-// again once a RESYNC_PERIOD (one list of this node's), so that one deleted or edited by hand
-// is put right within it. Errors are logged once each (until they change), and the write is
-// tried again at the next check.
+// again once a RESYNC_PERIOD (one list of this node's, and a GET of the Node for the owner
+// reference's uid), so that one deleted or edited by someone else is put right within it, and
+// any movement of a figure, however small, is written then (a claim within
+// CapacityWorthWriting's margin waits no longer). Errors are logged once each (until they
+// change), and the write is tried again at the next check.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -59,8 +63,12 @@ class CapacityPublisher {
 
  private:
   void Run();
-  // Once at the start (and after a conflict): what this node's objects are now.
+  // At the start, after a conflict and once a RESYNC_PERIOD: what this node's objects are now
+  // (and the Node's uid, and whether the CSIDriver asks for capacity).
   bool Load(KubeApi& api);
+  // Is a listed object this install's? Its kCapacityDriverLabel is ours, or it has none (made
+  // before the label), or its class is one this install publishes for.
+  bool Mine(const StorageCapacity& c) const;
   void Pass(KubeApi& api, bool prompt);
   void Publish(KubeApi& api, const StorageClass& sc, bool prompt);
   // What to do about a 403: the Role the DaemonSet install ships.
