@@ -10,10 +10,10 @@
 //  - section_quota: enforced sizes (btrfs qgroups, root only);
 //  - section_clones: clones by each method, and bursts while a copy runs;
 //  - section_node_scale (only when asked): N node-aware instances on one fake against one
-//    single-node instance, N = 24 and 100 (issue 46).
+//    single-node instance, N = 3, 24 and 100 (issues 54 and 46), then side by side.
 // Usage: build/bench [--only SECTION[,SECTION...]] [--nodes N[,N...]]
 //   SECTION: bursts, node-aware, usage-scan, startup, quota, clones, node-scale; without --only
-//   every section but node-scale. --nodes: node-scale's instance counts (default 24,100).
+//   every section but node-scale. --nodes: node-scale's instance counts (default 3,24,100).
 // A benchmark, not a test: exit 0 unless something broke (a process that does not start, a
 // burst not done within 120 s); 2 for a bad argument. Output: a table on stdout and
 // build/bench.json (with --only: build/bench-SECTION[+SECTION...].json). Work files and logs:
@@ -54,7 +54,7 @@ const std::set<std::string> kSections = {"bursts", "node-aware", "usage-scan", "
 struct Args {
   std::set<std::string> only;     // empty: every section but node-scale
   std::string only_text;          // as given, for the JSON file's name
-  std::vector<int> nodes{24, 100};
+  std::vector<int> nodes{3, 24, 100};
   bool Runs(const std::string& section) const { return only.empty() ? section != "node-scale" : only.count(section) > 0; }
 };
 
