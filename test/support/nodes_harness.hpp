@@ -24,6 +24,9 @@ struct Nodes {
   TempDir tmp;
   std::unique_ptr<FakeApi> api;
   std::map<std::string, std::unique_ptr<Provisioner>> instances;
+  // Settings every instance Start and StartShared start gets (its own env wins), e.g.
+  // SMALL_CLUSTER_NODES.
+  std::map<std::string, std::string> env;
 
   explicit Nodes(std::vector<std::string> fake_args = {}, const std::string& rbac_yaml = "manifests/daemonset/rbac.yaml");
   std::string Root(const std::string& node) { return tmp.path() + "/" + node; }
