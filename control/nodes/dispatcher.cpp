@@ -192,9 +192,10 @@ struct Dispatcher::Term {
     }
   }
 
-  // No claim waits for a label: none queued, and every cached claim carries the one it should.
+  // No claim waits for a label: the watch has listed them, none is queued, and every cached
+  // claim carries the one it should.
   bool CaughtUp() {
-    if (queue.Depth() > 0) return false;
+    if (!claims.Synced() || queue.Depth() > 0) return false;
     bool all = true;
     claims.ForEach([&](const Claim& c) {
       if (!all) return;
