@@ -194,3 +194,35 @@ TEST_CASE("the cluster grows past SMALL_CLUSTER_NODES and shrinks back: the inst
   }
   CHECK(n.api->Denials().empty());
 }
+
+TEST_CASE("an RBAC without list on nodes (an image-only upgrade): the dispatcher says once that it cannot count them, and "
+          "each instance keeps watching its own node's claims, which are labelled and made",
+          "[e2e][nodes][small]") {
+  TempDir rbac;
+  Nodes n({}, RbacWithout(rbac.path(), "node list"));
+  n.env = {{"LEADER_ELECT_LEASE_DURATION", "3"}};
+  for (const char* node : {"node-a", "node-b"}) {
+    n.api->RegisterNode(node);
+    n.Start(node);
+  }
+  std::string dispatcher;
+  REQUIRE(Eventually([&] { return !(dispatcher = Dispatcher(n)).empty(); }));
+  Provisioner& d = *n.instances[dispatcher];
+  REQUIRE(Eventually([&] { return d.Log().find("cannot count the cluster's nodes (") != std::string::npos; }));
+  n.Claim("on-b", "hostpath", "hostpath-provisioner.io/node", "node-b");
+  REQUIRE(n.WaitBound("on-b"));
+  CHECK(Label(n.ClaimJson("on-b")) == "node-b");
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("on-b"))) == "node-b");
+  CHECK(AllWatch(n, 0));
+  // One Warning, naming the refusal and the manifest to apply, not one per count.
+  const std::string log = d.Log();
+  size_t warnings = 0;
+  for (size_t at = log.find("cannot count the cluster's nodes"); at != std::string::npos;
+       at = log.find("cannot count the cluster's nodes", at + 1))
+    ++warnings;
+  CHECK(warnings == 1);
+  CHECK_THAT(log, Catch::Contains("each instance keeps watching only its own node's claims (apply "
+                                  "manifests/daemonset/rbac.yaml; not repeated while it lasts)") &&
+                      Catch::Contains("cannot list resource \"nodes\""));
+  for (const auto& denial : n.api->Denials()) CHECK(denial.get("resource").to_str() == "nodes");
+}

@@ -121,6 +121,12 @@ std::string RbacWithout(const std::string& dir, const std::string& drop) {
     REQUIRE(at != std::string::npos);
     out.replace(at, verbs.size(), "resources: [persistentvolumeclaims]\n    verbs: [get, list, watch]");
   }
+  if (drop == "node list") {
+    const std::string verbs = "resources: [nodes]\n    verbs: [get, list]";
+    const size_t at = out.find(verbs);
+    REQUIRE(at != std::string::npos);
+    out.replace(at, verbs.size(), "resources: [nodes]\n    verbs: [get]");
+  }
   REQUIRE(out != text);
   WriteFile(dir + "/rbac.yaml", out);
   return dir + "/rbac.yaml";
