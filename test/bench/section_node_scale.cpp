@@ -2,7 +2,6 @@
 #include "test/bench/section_node_scale.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -77,7 +76,7 @@ class Side {
       std::map<std::string, std::string> env;
       if (aware) env["NODE_NAME"] = node;
       // A small cluster: the instances look at the dispatch Lease every 6 s, not 30 s, so that the
-      // bench need not wait a minute for every instance to watch every claim (SettleSmall).
+      // bench need not wait a minute for every instance to watch every claim.
       if (aware && nodes <= kSmallCluster) env["LEADER_ELECT_LEASE_DURATION"] = "6";
       instances_.push_back(StartProvisioner(*fake_, target_.pv_dirs.back(),
                                             at.work + "/provisioner-" + name + "-" + node + ".log", env));
@@ -85,7 +84,7 @@ class Side {
     }
     out_->instances = static_cast<int>(instances_.size());
     out_->start_seconds = static_cast<double>(NowNs() - t0) / 1e9;
-    if (aware && nodes <= kSmallCluster) SettleSmall();
+    if (aware && nodes <= kSmallCluster) WaitSmallClusterSettled(instances_);
     WaitCpuQuiet(target_.provisioners, std::chrono::milliseconds(300));
     out_->before = Largest(target_.provisioners);
     Burst started;  // the watches they opened, from the request log (every burst resets it)
@@ -172,21 +171,6 @@ class Side {
     double sum = 0;
     for (const Provisioner& p : instances_) sum += MetricValue(p.port, "hostpath_provisioner_watch_objects_total");
     return sum;
-  }
-
-  // Waits (up to 60 s) until every instance watches every claim and the dispatcher labels
-  // only claims still waiting (its log says so), as a small cluster runs once settled.
-  void SettleSmall() {
-    for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < end;) {
-      bool every = true, late = false;
-      for (const Provisioner& p : instances_) {
-        every = every && MetricValue(p.port, "hostpath_provisioner_every_claim_watched") == 1;
-        late = late || p.proc->Log().find("claims are labelled with their nodes only when still waiting") != std::string::npos;
-      }
-      if (every && late) return;
-      SleepMs(200);
-    }
-    throw Failure("the node-aware instances did not all watch every claim within 60 s");
   }
 
   ScaleSide* out_;
