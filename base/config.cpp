@@ -64,6 +64,11 @@ const std::vector<Setting>& Settings() {
        "node-aware mode: seconds after a Node object is deleted (and not made again) when the claims bound to "
        "the volumes made on it, and then those volumes, are deleted; their data was on that node",
        [](Config& c, const std::string& v) { return ParseInt(v, 0, 30 * 86400, c.deleted_node_cleanup_seconds); }},
+      {"small-cluster-nodes", "SMALL_CLUSTER_NODES", "8",
+       "node-aware mode: while the cluster has at most this many nodes, every instance watches every claim and "
+       "no claim waits for the dispatcher's label; past a quarter more (at least one more), each watches only "
+       "its own node's; 0 = always its own node's",
+       [](Config& c, const std::string& v) { return ParseInt(v, 0, 100000, c.small_cluster_nodes); }},
       {"require-mount", "REQUIRE_MOUNT", "false",
        "default of the StorageClass parameter requireMount: make and remove volumes only while a filesystem is "
        "mounted at their root (for a network share mounted on every node)",

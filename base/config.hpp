@@ -24,6 +24,7 @@ struct Config {
   std::vector<std::string> allowed_pv_dirs;  // more roots a class's pvDir may name (normalised)
   std::string node_name;                 // "" = single-node mode; else serve this node only
   int deleted_node_cleanup_seconds = 0;
+  int small_cluster_nodes = 8;           // node-aware: up to this many nodes, every instance watches every claim
   bool require_mount = false;            // default of the class parameter requireMount
   bool check_free_space = true;          // default of the class parameter checkFreeSpace
   bool overcommit = true;                // default of the class parameter overcommit

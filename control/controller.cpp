@@ -98,7 +98,11 @@ Status Controller::Start() {
     if (Status s = w->conn.Init(); !s.ok()) return s;
   if (Status s = recorder_.Start(); !s.ok()) return s;
   LabelOldVolumes(cfg_, workers_.front()->api);
-  if (!cfg_.node_name.empty() && dispatch_lease_) FallBackUnlessDispatching(workers_.front()->api);
+  bool every_claim = false;  // what the dispatch Lease says
+  if (!cfg_.node_name.empty() && dispatch_lease_) FallBackUnlessDispatching(workers_.front()->api, &every_claim);
+  if (every_claim) claims_.SetSelections({""});
+  every_claim_watched_ = every_claim || !DispatchFallback().empty();
+  every_claim_wanted_ = every_claim;
   for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
     if (!s.ok()) return s;
   // One instance looks for deleted nodes: the dispatcher (node_cleanup.hpp).
@@ -106,15 +110,26 @@ Status Controller::Start() {
   if (Status s = node_cleanup_.Start(janitor_ready, [this](const std::string& node) { queue_.Add(kGoneNode + node); });
       !s.ok())
     return s;
-  if (!cfg_.node_name.empty() && dispatch_lease_) dispatcher_.Start(*dispatch_lease_);
+  if (!cfg_.node_name.empty() && dispatch_lease_) {
+    dispatcher_.OnWatchChange([this](bool every) {
+      {
+        std::lock_guard<std::mutex> lock(switch_mu_);
+        every_claim_wanted_ = every;
+      }
+      switch_cv_.notify_all();
+    });
+    switcher_ = std::thread([this] { SwitchClaimWatch(); });
+    dispatcher_.Start(*dispatch_lease_, every_claim);
+  }
   capacity_.Start(capacity_ns_, [this] { return Synced(); });
   for (auto& w : workers_) w->thread = std::thread([this, &w] { Work(*w); });
   if (cfg_.resync_seconds > 0) resync_ = std::thread([this] { Resync(); });
   return Status::Ok();
 }
 
-void Controller::FallBackUnlessDispatching(KubeApi& api) {
-  const std::string missing = Dispatcher::CheckAccess(api, *dispatch_lease_, [this] { return halted_.load(); });
+void Controller::FallBackUnlessDispatching(KubeApi& api, bool* every_claim) {
+  const std::string missing =
+      Dispatcher::CheckAccess(api, *dispatch_lease_, [this] { return halted_.load(); }, every_claim);
   if (missing.empty()) return;
   {
     std::lock_guard<std::mutex> lock(fallback_mu_);
@@ -126,7 +141,27 @@ void Controller::FallBackUnlessDispatching(KubeApi& api) {
           "manifests/daemonset/rbac.yaml -f manifests/daemonset/daemonset.yaml, then kubectl -n " +
           dispatch_lease_->ns + " rollout restart daemonset hostpath-provisioner");
   claims_.SetSelections({""});
+  *every_claim = false;  // (watches every claim as a fallback, not as the dispatcher says)
   dispatch_lease_.reset();  // no election; and the deleted-node janitor runs here, as before the dispatcher
+}
+
+void Controller::SwitchClaimWatch() {
+  std::unique_lock<std::mutex> lock(switch_mu_);
+  for (;;) {
+    switch_cv_.wait(lock, [this] { return stopped_switching_ || every_claim_wanted_ != every_claim_watched_; });
+    if (stopped_switching_) return;
+    const bool every = every_claim_wanted_;
+    lock.unlock();
+    LogInfo(every ? "the dispatcher says the cluster is small: this instance now watches every claim (and acts on its "
+                    "own node's, without waiting for their labels)"
+                  : "the dispatcher says the cluster is large: this instance now watches only the claims labelled "
+                    "for its node");
+    Status s = claims_.Reselect({every ? "" : ClaimSelection(cfg_)});
+    if (!s.ok()) LogError("changing the claims watched: " + s.message());
+    lock.lock();
+    if (s.ok()) every_claim_watched_ = every;
+    else switch_cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stopped_switching_; });
+  }
 }
 
 bool Controller::Halt(std::chrono::milliseconds limit) {
@@ -162,6 +197,13 @@ void Controller::Stop() {
   cloner_.Stop();
   usage_.Stop();
   dispatcher_.Stop();
+  {
+    std::lock_guard<std::mutex> lock(switch_mu_);
+    stopped_switching_ = true;
+  }
+  switch_cv_.notify_all();
+  claims_.Stop();  // (a switch in progress gives up)
+  if (switcher_.joinable()) switcher_.join();
   capacity_.Stop();
   recorder_.Stop();
   node_cleanup_.Stop();

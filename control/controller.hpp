@@ -70,9 +70,15 @@ class Controller {
   // it may do its part of the dispatch (Dispatcher::CheckAccess); if not (an older version's
   // RBAC, kept by an image-only upgrade), it falls back to watching every claim and acting on
   // its own node's, as before the dispatcher (correct, at the cost of every claim in every
-  // instance's cache), stands for no Lease, and says so once in a Warning. Errors: TLS
-  // material that cannot be used.
+  // instance's cache), stands for no Lease, and says so once in a Warning. Otherwise it watches
+  // every claim while the dispatcher says on its Lease that the cluster is small, its own
+  // node's else, and switches when that changes (SwitchClaimWatch). Errors: TLS material that
+  // cannot be used.
   Status Start();
+
+  // Node-aware: does this instance watch every claim now (a small cluster, as the dispatcher
+  // says on its Lease; or the fallback below), rather than its own node's? From any thread.
+  bool WatchesEveryClaim() const { return every_claim_watched_; }
 
   // Node-aware: why this instance watches every claim instead of its node's ("" if it does
   // not): what CheckAccess found missing at start. From any thread.
@@ -125,8 +131,12 @@ class Controller {
   };
 
   // Start's check (dispatch_lease_ set): falls back to watching every claim if this instance
-  // may not do its part of the dispatch.
-  void FallBackUnlessDispatching(KubeApi& api);
+  // may not do its part of the dispatch. *every_claim: whether the Lease says every instance
+  // watches every claim (false in the fallback).
+  void FallBackUnlessDispatching(KubeApi& api, bool* every_claim);
+  // Follows the dispatcher's word on which claims to watch (Dispatcher::OnWatchChange): the
+  // claim informer's selection changes on this thread, as it waits for the new list.
+  void SwitchClaimWatch();
   void OnClaim(const std::string& key, const Claim* now);
   void OnVolume(const std::string& name, const Volume* now);
   void OnClass(const std::string& name);
@@ -163,6 +173,12 @@ class Controller {
   mutable std::mutex fallback_mu_;
   std::string dispatch_fallback_;  // under fallback_mu_; set in Start
   Dispatcher dispatcher_;     // node-aware mode only
+  std::atomic<bool> every_claim_watched_{false};
+  bool every_claim_wanted_ = false;  // under switch_mu_: the dispatcher's last word
+  bool stopped_switching_ = false;   // under switch_mu_
+  std::mutex switch_mu_;
+  std::condition_variable switch_cv_;
+  std::thread switcher_;
   NodeCleanup node_cleanup_;  // only with DELETED_NODE_CLEANUP_DELAY
   std::string capacity_ns_;
   CapacityPublisher capacity_;  // only with CAPACITY_PROVISIONER_NAME

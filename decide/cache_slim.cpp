@@ -46,9 +46,13 @@ void SlimForDispatch(Claim* c) {
   KeepOnly(&c->meta.labels, {node_label::kKey});
   c->meta.finalizers.clear();
   c->access_modes.clear();
+  // Whether it waits for a volume or more room (volume_name, phase, the bytes): while the
+  // cluster is small the dispatcher labels only such claims, late (dispatcher.hpp).
+  Result<int64_t> request = QuantityToBytes(c->storage_request), capacity = QuantityToBytes(c->capacity);
+  c->request_bytes = request.ok() ? *request : -1;
+  c->capacity_bytes = capacity.ok() ? *capacity : -1;
   c->storage_request.clear();
   c->capacity.clear();
-  c->volume_name.clear();
   c->data_source = DataSource{};
 }
 

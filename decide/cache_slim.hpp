@@ -12,7 +12,9 @@
 void SlimForCache(Claim* c);
 
 // What the claim dispatcher (control/nodes/dispatcher.hpp) keeps of every claim: its name,
-// uid, class, the annotations that name its provisioner and node, and the node label.
+// uid, class, the annotations that name its provisioner and node, the node label, and whether
+// it waits for a volume or asks for more (its volume's name, phase, request_bytes and
+// capacity_bytes).
 void SlimForDispatch(Claim* c);
 
 // Keeps a node's name, uid and resourceVersion: only whether it exists matters.

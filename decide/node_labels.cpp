@@ -2,6 +2,7 @@
 // five lines, and a label value needs a hash that no library version or word size changes.
 #include "decide/node_labels.hpp"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "decide/class_params.hpp"
@@ -63,6 +64,14 @@ std::vector<std::string> VolumeSelections(const Config& cfg) {
 std::string ClaimSelection(const Config& cfg) {
   if (cfg.node_name.empty()) return "";
   return std::string(node_label::kKey) + " in (" + NodeLabelValue(cfg.node_name) + "," + node_label::kAny + ")";
+}
+
+bool WatchEveryClaim(const Config& cfg, int nodes, bool now) {
+  const int small = cfg.small_cluster_nodes;
+  if (small <= 0) return false;
+  if (nodes <= small) return true;
+  if (nodes > small + std::max(1, small / 4)) return false;
+  return now;
 }
 
 std::optional<std::string> DispatchLabel(const Config& cfg, const Claim& claim, const StorageClass* sc) {

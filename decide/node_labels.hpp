@@ -23,7 +23,19 @@ inline constexpr const char* kKey = "hostpath-provisioner.io/node";
 inline constexpr const char* kShared = "shared";  // a PV of a shared volume (every node sees it)
 inline constexpr const char* kAll = "all";        // a PV of a volume on every node
 inline constexpr const char* kAny = "any";        // a claim any node's instance may act on
+// The dispatcher's word on its Lease: which claims each instance watches (WatchEveryClaim).
+inline constexpr const char* kWatchKey = "hostpath-provisioner.io/claims-watched";
+inline constexpr const char* kWatchAll = "all";        // every instance every claim (a small cluster)
+inline constexpr const char* kWatchOwn = "own-node";   // each its own node's, as labelled (as when absent)
 }  // namespace node_label
+
+// Node-aware: should every instance watch every claim (and act on its own node's, no claim
+// waiting for the dispatcher's label), rather than only the claims labelled for its node?
+// `nodes`: the cluster's Nodes counted now; `now`: the answer so far. True while the cluster
+// has at most SMALL_CLUSTER_NODES nodes, false once it has more than that plus a quarter (at
+// least one more: 11 for 8); in between, `now` (so a node that comes and goes at the edge
+// switches nothing). SMALL_CLUSTER_NODES 0: always false.
+bool WatchEveryClaim(const Config& cfg, int nodes, bool now);
 
 // The label value that names `node`: the name itself when it fits a label value (63
 // characters), else its first 46 characters, "-" and 16 hex digits of its FNV-1a hash (the

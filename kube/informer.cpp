@@ -5,6 +5,8 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+
 namespace {
 
 // Gives the heap's free pages back to the system (glibc's malloc_trim). Not under
@@ -44,20 +46,86 @@ void Informer<T>::Stop() {
     stop_ = true;
   }
   wait_cv_.notify_all();
-  for (auto& sel : selections_) {
-    if (!sel->thread.joinable()) continue;
-    // A request may start just after a Stop() of the connection: keep aborting until done.
-    while (!sel->done) {
-      sel->conn.Stop();
-      std::unique_lock<std::mutex> lock(wait_mu_);
-      wait_cv_.wait_for(lock, std::chrono::milliseconds(20), [&sel] { return sel->done.load(); });
-    }
-    sel->thread.join();
+  std::lock_guard<std::mutex> reselecting(reselect_mu_);  // a Reselect in progress gives up first
+  for (auto& sel : selections_) End(*sel);
+}
+
+template <class T>
+void Informer<T>::End(Selection& sel) {
+  if (!sel.thread.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(wait_mu_);
+    sel.stop = true;
   }
+  wait_cv_.notify_all();
+  // A request may start just after a Stop() of the connection: keep aborting until done.
+  while (!sel.done) {
+    sel.conn.Stop();
+    std::unique_lock<std::mutex> lock(wait_mu_);
+    wait_cv_.wait_for(lock, std::chrono::milliseconds(20), [&sel] { return sel.done.load(); });
+  }
+  sel.thread.join();
+}
+
+template <class T>
+Status Informer<T>::Reselect(const std::vector<std::string>& label_selectors) {
+  std::lock_guard<std::mutex> reselecting(reselect_mu_);
+  std::vector<std::unique_ptr<Selection>> added;
+  for (const std::string& s : label_selectors) {
+    bool watched = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const auto& sel : selections_) watched = watched || sel->label_selector == s;
+    }
+    if (watched) continue;
+    added.push_back(std::make_unique<Selection>(ep_, s));
+    if (Status st = added.back()->conn.Init(); !st.ok()) return st;
+  }
+  std::vector<Selection*> waiting;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& sel : added) {
+      waiting.push_back(sel.get());
+      selections_.push_back(std::move(sel));
+    }
+  }
+  for (Selection* sel : waiting) sel->thread = std::thread([this, sel] { Run(*sel); });
+  // The new ones first hold their lists: an object in both the old and the new selections is
+  // never missing from the cache meanwhile.
+  for (Selection* sel : waiting)
+    while (!sel->synced && !Stopping()) Sleep(*sel, std::chrono::milliseconds(20));
+  if (Stopping()) return Status::Ok();  // Stop ends them all
+  std::vector<Selection*> ending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& sel : selections_)
+      if (std::find(label_selectors.begin(), label_selectors.end(), sel->label_selector) == label_selectors.end())
+        ending.push_back(sel.get());
+  }
+  for (Selection* sel : ending) End(*sel);
+  std::vector<std::string> gone;  // cached only by the selections that ended
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<std::unique_ptr<Selection>> kept;
+    for (auto& sel : selections_) {
+      if (std::find(ending.begin(), ending.end(), sel.get()) == ending.end()) kept.push_back(std::move(sel));
+    }
+    for (Selection* sel : ending) {
+      for (const auto& [key, obj] : sel->items) {
+        bool elsewhere = false;
+        for (const auto& k : kept) elsewhere = elsewhere || k->items.count(key) > 0;
+        if (!elsewhere) gone.push_back(key);
+      }
+    }
+    selections_.swap(kept);  // the ended ones are freed with `kept`, at the end of this block
+  }
+  for (const std::string& key : gone) handler_(key, nullptr);
+  return Status::Ok();
 }
 
 template <class T>
 bool Informer<T>::Synced() const {
+  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& sel : selections_)
     if (!sel->synced) return false;
   return true;
@@ -105,9 +173,9 @@ void Informer<T>::Run(Selection& sel) {
   int failures = 0;
   RelistBackoff relist_backoff(std::chrono::steady_clock::now());
   const std::string what = kind_ + (sel.label_selector.empty() ? "" : " (" + sel.label_selector + ")");
-  while (!Stopping()) {
+  while (!Stopping(sel)) {
     Status s = rv.empty() ? Relist(sel, &rv) : Watch(sel, &rv);
-    if (Stopping()) break;
+    if (Stopping(sel)) break;
     if (s.ok()) {
       failures = 0;
       continue;
@@ -117,7 +185,7 @@ void Informer<T>::Run(Selection& sel) {
       LogInfo(what + " watch: resourceVersion too old (410); listing again in " + std::to_string(delay) + " ms");
       rv.clear();
       ++restarts_;
-      Sleep(std::chrono::milliseconds(delay));
+      Sleep(sel, std::chrono::milliseconds(delay));
       continue;
     }
     ++restarts_;
@@ -126,7 +194,7 @@ void Informer<T>::Run(Selection& sel) {
     if (delay < retry_after * 1000L) delay = retry_after * 1000L;
     LogWarn(what + " " + (rv.empty() ? "list" : "watch") + " failed: " + s.message() + "; retrying in " +
             std::to_string(delay) + " ms");
-    Sleep(std::chrono::milliseconds(delay));
+    Sleep(sel, std::chrono::milliseconds(delay));
   }
   sel.done = true;
   wait_cv_.notify_all();
@@ -160,7 +228,7 @@ Status Informer<T>::Relist(Selection& sel, std::string* rv) {
     if (!page.ok()) return page.status();
     token = page->continue_token;
     list_rv = page->resource_version;
-    if (token.empty() || Stopping()) break;
+    if (token.empty() || Stopping(sel)) break;
   }
   std::vector<std::string> changed;
   size_t listed = fresh.size();
@@ -203,11 +271,11 @@ bool Informer<T>::Apply(Selection& sel, const WatchEvent<T>& ev, std::string* rv
   }
   if (ev.type == "BOOKMARK") {
     if (!ev.resource_version.empty()) *rv = ev.resource_version;
-    return !Stopping();
+    return !Stopping(sel);
   }
   if (!ev.object.ok()) {
     LogWarn(kind_ + ": skipping a watch event that cannot be read: " + ev.object.status().message());
-    return !Stopping();
+    return !Stopping(sel);
   }
   ++received_;
   T obj = *ev.object;
@@ -227,7 +295,7 @@ bool Informer<T>::Apply(Selection& sel, const WatchEvent<T>& ev, std::string* rv
     }
   }
   handler_(key, !removed ? &obj : elsewhere ? &*elsewhere : nullptr);
-  return !Stopping();
+  return !Stopping(sel);
 }
 
 template <class T>
@@ -237,9 +305,15 @@ bool Informer<T>::Stopping() {
 }
 
 template <class T>
-void Informer<T>::Sleep(std::chrono::milliseconds d) {
+bool Informer<T>::Stopping(const Selection& sel) {
+  std::lock_guard<std::mutex> lock(wait_mu_);
+  return stop_ || sel.stop;
+}
+
+template <class T>
+void Informer<T>::Sleep(const Selection& sel, std::chrono::milliseconds d) {
   std::unique_lock<std::mutex> lock(wait_mu_);
-  wait_cv_.wait_for(lock, d, [this] { return stop_; });
+  wait_cv_.wait_for(lock, d, [&] { return stop_ || sel.stop; });
 }
 
 template class Informer<Claim>;

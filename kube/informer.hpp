@@ -6,7 +6,8 @@
 // Objects are cached as the transform leaves them (the controller's keep only the fields its
 // decisions read). Defined in informer.cpp for T = Claim, Volume, StorageClass and Node.
 // It may watch several label selections of one collection at once (SetSelections), each with
-// its own list, watch and thread, into one cache: the API server cannot OR two selectors.
+// its own list, watch and thread, into one cache: the API server cannot OR two selectors; and
+// change them while it runs (Reselect).
 // Get, ForEach, Size, Synced and WatchRestarts may be called from any thread; the handler runs
 // on the thread of the selection that changed.
 #pragma once
@@ -56,6 +57,14 @@ class Informer {
   // a removal.
   void SetSelections(const std::vector<std::string>& label_selectors);
 
+  // While running (after Start): watches `label_selectors` from now on. Starts the selections
+  // not watched yet and waits until each holds its first list, then ends the ones not in
+  // `label_selectors`; an object then in no selection is removed from the cache, and the
+  // handler sees it as removed. So an object in an old and a new selection is never missing
+  // meanwhile (it may be cached twice for a while). Returns early, doing no more, when Stop is
+  // called. From one thread at a time. Errors: those of ApiConnection::Init (nothing changed).
+  Status Reselect(const std::vector<std::string>& label_selectors);
+
   // Prepares the connections and starts one thread per selection (list, then watch, until
   // Stop). Errors: those of ApiConnection::Init; no thread is started then.
   Status Start();
@@ -93,6 +102,7 @@ class Informer {
     Status error;                              // an ERROR event that ended the watch
     std::atomic<bool> synced{false};
     std::atomic<bool> done{false};
+    bool stop = false;  // under wait_mu_: this selection ends (Reselect)
     std::mt19937 rng;
   };
 
@@ -114,15 +124,20 @@ class Informer {
   const T* FindLocked(const std::string& key) const;
 
   bool Stopping();
+  bool Stopping(const Selection& sel);  // Stop, or this selection ends
 
-  void Sleep(std::chrono::milliseconds d);
+  void Sleep(const Selection& sel, std::chrono::milliseconds d);
+
+  // Ends a selection's thread (joined), its cache left as it is.
+  void End(Selection& sel);
 
   std::string kind_, collection_;
   Transform transform_;
   std::shared_ptr<const ApiEndpoint> ep_;
   Handler handler_;
-  std::vector<std::unique_ptr<Selection>> selections_;
+  std::vector<std::unique_ptr<Selection>> selections_;  // changed under mu_, by Reselect only
   mutable std::mutex mu_;
+  std::mutex reselect_mu_;  // one Reselect at a time; Stop waits for it
   std::atomic<long> restarts_{0};
   std::atomic<long> received_{0};
   std::mutex wait_mu_;

@@ -85,6 +85,12 @@ Status KubeApi::SetVolumeCapacity(const Volume& v, const std::string& capacity) 
   return Check(r, "set the capacity of PersistentVolume " + v.meta.name);
 }
 
+Result<int> KubeApi::CountNodes() {
+  Result<ListPage> page = List<Node>(api::kNodes, "", 1, [](Result<Node>) {});
+  if (!page.ok()) return page.status();
+  return static_cast<int>(page->items) + page->remaining;
+}
+
 Result<Node> KubeApi::GetNode(const std::string& name) {
   auto r = conn_->Request("GET", std::string(api::kNodes) + "/" + name, "", "application/json", std::chrono::seconds(0),
                           kMaxObjectBytes);

@@ -134,6 +134,10 @@ class KubeApi {
   // The Node (kNotFound when it does not exist).
   Result<Node> GetNode(const std::string& name);
 
+  // How many Nodes the cluster has: one list of one item, whose remainingItemCount says how
+  // many more there are (a page of one costs the API server little at any cluster size).
+  Result<int> CountNodes();
+
   // DELETE the claim if its uid is still `uid`. NotFound is ok (already gone).
   Status DeleteClaim(const std::string& ns, const std::string& name, const std::string& uid);
 

@@ -133,6 +133,7 @@ struct ListPage {
   std::string resource_version;
   std::string continue_token;
   size_t items = 0;
+  int remaining = 0;  // metadata.remainingItemCount: the items after this page (0 when not given)
 };
 
 // Reads a list answer, then hands each element of items to on_item, in order, as FromJson<T>

@@ -142,9 +142,11 @@ Status LeaderElector::TryAcquireOrRenew(bool renewing) {
     lease.holder = identity_;
     lease.duration_seconds = static_cast<int>(t_.lease_duration.count());
     lease.acquire_time = lease.renew_time = now;
+    Annotate(&lease);
     return Remember(api_.CreateLease(lease));
   }
   if (!got.ok()) return got.status();
+  if (observer_) observer_(*got);
   // Local observation: the record counts as expired only after it stayed the same for a
   // whole lease duration on our clock.
   const std::string observed = got->holder + "|" + got->renew_time;
@@ -163,7 +165,21 @@ Status LeaderElector::TryAcquireOrRenew(bool renewing) {
   lease.holder = identity_;
   lease.duration_seconds = static_cast<int>(t_.lease_duration.count());
   lease.renew_time = now;
+  Annotate(&lease);
   return Remember(api_.UpdateLease(lease));
+}
+
+void LeaderElector::SetAnnotation(const std::string& key, const std::string& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  annotations_[key] = value;
+}
+
+void LeaderElector::Annotate(Lease* lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, value] : annotations_) {
+    if (value.empty()) lease->meta.annotations.erase(key);
+    else lease->meta.annotations[key] = value;
+  }
 }
 
 Status LeaderElector::Remember(const Result<Lease>& stored) {
@@ -172,6 +188,7 @@ Status LeaderElector::Remember(const Result<Lease>& stored) {
   record_ = *stored;
   observed_record_ = record_.holder + "|" + record_.renew_time;
   observed_at_ = std::chrono::steady_clock::now();
+  if (observer_) observer_(record_);
   return Status::Ok();
 }
 

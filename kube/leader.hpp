@@ -13,6 +13,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <random>
 #include <string>
@@ -71,6 +72,16 @@ class LeaderElector {
   // Ends the renewals, cutting short one in progress.
   void StopRenewing();
 
+  // The holder's word to the candidates, written on the lease as an annotation with its next
+  // write of it (its take-over, or the next renewal); a value "" takes the annotation off.
+  // The annotations stay when another instance takes the lease over. From any thread.
+  void SetAnnotation(const std::string& key, const std::string& value);
+
+  // Called with the lease each time this elector reads it or writes it (a candidate reads it
+  // once per look; the holder writes it once per renewal), on the thread that did. Set before
+  // Acquire.
+  void Observe(std::function<void(const Lease&)> observer) { observer_ = std::move(observer); }
+
   // Gives the lease up (empty holder), so that a successor need not wait a lease duration.
   // Call once this instance acts no more. Each request waits at most kReleaseTimeout for its
   // answer (a cut-short renewal may have been stored: a conflict is tried once more).
@@ -88,6 +99,9 @@ class LeaderElector {
   // `renewing` and the lease is gone (the holder has lost it); or the API's error.
   Status TryAcquireOrRenew(bool renewing = false);
 
+  // Writes SetAnnotation's annotations into `lease`.
+  void Annotate(Lease* lease);
+
   // Keeps the lease as stored after our create or update.
   Status Remember(const Result<Lease>& stored);
 
@@ -100,6 +114,8 @@ class LeaderElector {
   std::string observed_record_;
   std::chrono::steady_clock::time_point observed_at_{};
   std::thread renewer_;
+  std::function<void(const Lease&)> observer_;
+  std::map<std::string, std::string> annotations_;  // under mu_: SetAnnotation's, to write
   mutable std::mutex mu_;
   std::condition_variable cv_;
   Status last_error_;  // under mu_

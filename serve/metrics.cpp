@@ -164,6 +164,9 @@ std::string MetricsText(Controller& controller, RequestCounter& requests, const 
   o << "# HELP " << p << "dispatch_fallback 1 when this instance watches every claim because its RBAC lacks what the "
     << "dispatch needs (the log says what; node-aware mode).\n# TYPE " << p << "dispatch_fallback gauge\n" << p
     << "dispatch_fallback " << (controller.DispatchFallback().empty() ? 0 : 1) << "\n";
+  o << "# HELP " << p << "every_claim_watched 1 while this instance watches every claim, not only its node's "
+    << "(node-aware mode: a small cluster, SMALL_CLUSTER_NODES; or the fallback).\n# TYPE " << p
+    << "every_claim_watched gauge\n" << p << "every_claim_watched " << (controller.WatchesEveryClaim() ? 1 : 0) << "\n";
   if (controller.capacity().Enabled()) {
     o << "# HELP " << p << "capacity_writes_total Writes of this node's CSIStorageCapacity objects (creates, "
       << "updates, deletes).\n# TYPE " << p << "capacity_writes_total counter\n" << p << "capacity_writes_total "

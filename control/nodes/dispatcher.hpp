@@ -9,6 +9,14 @@
 // An instance whose RBAC lacks what this needs (CheckAccess, asked at start: an older version's
 // RBAC kept by an image-only upgrade) stands for nothing: the controller then watches every
 // claim instead, as before the dispatcher (controller.hpp, Start).
+// A small cluster (SMALL_CLUSTER_NODES, WatchEveryClaim in decide/node_labels.hpp) needs no
+// dispatch: the holder counts the Nodes once per renewal and says on its Lease (annotation
+// node_label::kWatchKey) that every instance watches every claim; each instance reads that at
+// its looks at the Lease (OnWatchChange). Meanwhile the holder labels only the claims still
+// waiting for a volume or more room kLateLabel after their last change (an older version's
+// instance, or one that has not looked yet, still finds them), and every claim for a grace of
+// two looks after it said so. Before it says "own node" again, it labels every claim, so that
+// no instance that then watches only its own node's labelled claims misses one.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -35,9 +43,18 @@ class Dispatcher {
   Dispatcher(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, const Informer<StorageClass>* classes);
   ~Dispatcher();  // Stop
 
+  // Called with true when this instance should watch every claim, false when only those
+  // labelled for its node, each time that changes (a look at the Lease, or this instance's own
+  // word as holder), on the dispatcher's threads. Set before Start.
+  void OnWatchChange(std::function<void(bool every_claim)> fn) { on_watch_ = std::move(fn); }
+
   // Takes part in the election on a thread of its own; while this instance holds the lease,
-  // watches every claim and labels them.
-  void Start(LeaseSpec lease);
+  // watches every claim and labels them. `every_claim`: what the Lease said at start
+  // (CheckAccess), which the controller's claim watch follows.
+  void Start(LeaseSpec lease, bool every_claim);
+
+  // Should this instance watch every claim (what the Lease said last)?
+  bool EveryClaim() const { return every_claim_; }
 
   // Ends the election (giving the lease up if held) and the watch. Idempotent.
   void Stop();
@@ -48,11 +65,13 @@ class Dispatcher {
   // Asked at start, before the claim watch: may this instance do its part of the dispatch
   // (read the Lease, patch claims' labels)? "" when it may; else what it may not, with the
   // server's words, e.g. "may not get the Lease kube-system/x (get lease kube-system/x: ... 403
-  // ... forbidden ...)". Patching is asked with a dry run of a claim that does not exist:
+  // ... forbidden ...)". *every_claim (if given): whether the Lease read says every instance
+  // watches every claim. Patching is asked with a dry run of a claim that does not exist:
   // nothing changes. A question the API server does not answer (no answer, 429, 5xx: a server
   // restarting or overloaded, whose flow control comes before authorization) is asked again,
   // 1 s, 2 s, ... up to 10 s apart, logged, until answered or `stopping` says to give up ("").
-  static std::string CheckAccess(KubeApi& api, const LeaseSpec& lease, const std::function<bool()>& stopping);
+  static std::string CheckAccess(KubeApi& api, const LeaseSpec& lease, const std::function<bool()>& stopping,
+                                 bool* every_claim = nullptr);
 
   // Why this instance cannot do its part of the dispatch now, "" if nothing keeps it from it:
   // a 403 on taking the Lease or on labelling a claim (RBAC changed since the start's check).
@@ -71,6 +90,7 @@ class Dispatcher {
   struct Term;  // what runs while this instance holds the lease
 
   void Elect();
+  void Observed(const Lease& lease);  // a look at the Lease, or a write of it
   bool Stopping();
   void SetProblem(const std::string& problem);  // "" clears it
 
@@ -85,6 +105,8 @@ class Dispatcher {
   std::shared_ptr<Term> term_;  // under mu_
   std::shared_ptr<LeaderElector> elector_now_;  // under mu_: the election in progress
   std::atomic<bool> leading_{false};
+  std::atomic<bool> every_claim_{false};
+  std::function<void(bool)> on_watch_;
   std::atomic<long> labelled_{0};
   long received_before_ = 0;  // under mu_: by the terms that ended
   std::string problem_;       // under mu_: a labelling refused with 403

@@ -10,13 +10,13 @@
 //  - section_quota: enforced sizes (btrfs qgroups, root only);
 //  - section_clones: clones by each method, and bursts while a copy runs;
 //  - section_node_scale (only when asked): N node-aware instances on one fake against one
-//    single-node instance, N = 24 and 100 (issue 46);
+//    single-node instance, N = 3, 24 and 100 (issues 54 and 46), then side by side;
 //  - section_capacity (only when asked, root): storage capacity following the disk, and its API
 //    writes at rest and in bursts over N instances, N = 3 and 24 (issue 52).
 // Usage: build/bench [--only SECTION[,SECTION...]] [--nodes N[,N...]]
 //   SECTION: bursts, node-aware, usage-scan, startup, quota, clones, node-scale, capacity; without
 //   --only every section but node-scale and capacity. --nodes: the instance counts of node-scale
-//   (default 24,100) and capacity (default 3,24).
+//   (default 3,24,100) and capacity (default 3,24).
 // A benchmark, not a test: exit 0 unless something broke (a process that does not start, a
 // burst not done within 120 s); 2 for a bad argument. Output: a table on stdout and
 // build/bench.json (with --only: build/bench-SECTION[+SECTION...].json). Work files and logs:
@@ -59,7 +59,7 @@ const std::set<std::string> kSections = {"bursts", "node-aware", "usage-scan", "
 struct Args {
   std::set<std::string> only;     // empty: every section but node-scale and capacity
   std::string only_text;          // as given, for the JSON file's name
-  std::vector<int> nodes{24, 100};
+  std::vector<int> nodes{3, 24, 100};
   bool nodes_given = false;       // else capacity's default, 3,24
   bool Runs(const std::string& section) const {
     return only.empty() ? section != "node-scale" && section != "capacity" : only.count(section) > 0;

@@ -37,6 +37,19 @@ Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const 
   throw Failure("the provisioner was not ready within 60 s: " + p.proc->Log());
 }
 
+void WaitSmallClusterSettled(const std::vector<Provisioner>& instances) {
+  for (auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60); std::chrono::steady_clock::now() < end;) {
+    bool every = true, late = false;
+    for (const Provisioner& p : instances) {
+      every = every && MetricValue(p.port, "hostpath_provisioner_every_claim_watched") == 1;
+      late = late || p.proc->Log().find("claims are labelled with their nodes only when still waiting") != std::string::npos;
+    }
+    if (every && late) return;
+    SleepMs(200);
+  }
+  throw Failure("the node-aware instances did not all watch every claim within 60 s");
+}
+
 double MetricValue(int port, const std::string& name) {
   httplib::Client cli("127.0.0.1", port);
   auto r = cli.Get("/metrics");

@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "test/bench/fake_client.hpp"
 #include "test/support/harness.hpp"
@@ -21,6 +22,12 @@ struct Provisioner {
 // once /readyz answers 200. Throws Failure if it exits or is not ready within 60 s.
 Provisioner StartProvisioner(const Fake& fake, const std::string& pv_dir, const std::string& log,
                              std::map<std::string, std::string> env = {});
+
+// Node-aware instances of a small cluster (SMALL_CLUSTER_NODES): waits up to 60 s until every
+// one watches every claim and the dispatcher labels only claims still waiting (its log says so),
+// as such a cluster runs once settled. Start them with LEADER_ELECT_LEASE_DURATION=6 (their looks
+// at the Lease every 6 s, not 30 s). Throws Failure if they do not settle.
+void WaitSmallClusterSettled(const std::vector<Provisioner>& instances);
 
 // The value of an unlabelled series on the provisioner's /metrics; -1 when it is not there.
 double MetricValue(int port, const std::string& name);

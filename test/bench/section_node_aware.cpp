@@ -5,6 +5,7 @@
 
 #include "test/bench/bursts.hpp"
 #include "test/bench/provisioner.hpp"
+#include "test/fake/fake_kubelet.hpp"
 
 namespace bench {
 
@@ -20,10 +21,15 @@ NodeAware RunNodeAware(const Places& at) {
   for (int i = 0; i < kNodes; ++i) {
     std::string node = "node-" + std::to_string(i);
     nodes.pv_dirs.push_back(MakeDir(at.volumes + "/pv-" + node));
-    instances.push_back(
-        StartProvisioner(fake_n, nodes.pv_dirs.back(), at.work + "/provisioner-" + node + ".log", {{"NODE_NAME", node}}));
+    instances.push_back(StartProvisioner(fake_n, nodes.pv_dirs.back(), at.work + "/provisioner-" + node + ".log",
+                                         {{"NODE_NAME", node}, {"LEADER_ELECT_LEASE_DURATION", "6"}}));
     nodes.provisioners.push_back(instances.back().proc->pid());
   }
+  for (int i = 0; i < kNodes; ++i) {  // as their kubelets register them: the dispatcher counts them
+    Reply r = fake_n.Admin()->Call("POST", "/api/v1/nodes", fake_kubelet::NodeJson("node-" + std::to_string(i)));
+    if (r.code != 201) throw Failure("register node-" + std::to_string(i) + ": " + std::to_string(r.code) + " " + r.body);
+  }
+  WaitSmallClusterSettled(instances);  // a small cluster: every instance watches every claim
   std::string pv_s = MakeDir(at.volumes + "/pv-single-node");
   Provisioner single = StartProvisioner(fake_s, pv_s, at.work + "/provisioner-single-node.log");
   Target one{"single-node", &fake_s, {pv_s}, {single.proc->pid()}};

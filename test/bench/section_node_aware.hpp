@@ -1,7 +1,9 @@
 // Node-aware mode against single-node mode: kNodes instances (NODE_NAME node-i, a root each) and a
 // WaitForFirstConsumer class, kNodeBurst claims at once spread over the nodes (selected-node set
 // at their create, standing in for the scheduler), against one single-node instance and the
-// Immediate class, each on a fake of its own; kNodeRounds rounds, alternating.
+// Immediate class, each on a fake of its own; kNodeRounds rounds, alternating. Three registered
+// nodes make a small cluster (SMALL_CLUSTER_NODES): the bursts start once it has settled, every
+// instance watching every claim.
 #pragma once
 #include <vector>
 

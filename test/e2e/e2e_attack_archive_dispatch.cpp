@@ -101,6 +101,7 @@ TEST_CASE("attack: a tenant's beta storage-provisioner annotation naming another
           "[e2e][attack][nodes][dispatch]") {
   TempDir rbac;
   Nodes n({}, RbacForTwoInstalls(rbac.path(), "example.com/other"));
+  n.env = {{"SMALL_CLUSTER_NODES", "0"}};  // a large cluster's dispatch
   n.api->CreateYaml(ClassYaml("patterned", "Delete", "hostpath-provisioner.io/hostpath",
                               "  pathPattern: \"${.PVC.namespace}/${.PVC.name}\"\n"));
   n.Start("node-a");
@@ -144,6 +145,7 @@ TEST_CASE("attack: old RBAC and an API server that does not answer during the st
           "[e2e][attack][nodes][dispatch]") {
   TempDir rbac;
   Nodes n({}, RbacWithout(rbac.path(), "role"));
+  n.env = {{"SMALL_CLUSTER_NODES", "0"}};  // a large cluster's dispatch
   n.Claim("on-a", "hostpath", "hostpath-provisioner.io/node", "node-a");
   // Longer than a Lease read waits for its answer (30 s, whatever API_TIMEOUT says).
   REQUIRE(faults::Control(*n.api, "/fake/pause?seconds=40"));

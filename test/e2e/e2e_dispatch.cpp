@@ -1,6 +1,8 @@
 // Node-aware mode at scale (decide/node_labels.hpp): each instance watches only its own node's
 // claims and PVs; one instance, elected with a Lease, labels the claims with their nodes; PVs
-// made before the label get it from their node's instance at start.
+// made before the label get it from their node's instance at start. These are a large
+// cluster's behaviours: every instance gets SMALL_CLUSTER_NODES=0 (kLarge), so that it watches
+// its own node's claims however few nodes the fake has (e2e_small_cluster.cpp has the others).
 #include <signal.h>
 
 #include <catch2/catch.hpp>
@@ -12,6 +14,8 @@
 using namespace harness;
 
 namespace {
+
+const std::map<std::string, std::string> kLarge = {{"SMALL_CLUSTER_NODES", "0"}};
 
 std::string Label(const picojson::value& obj) {
   const picojson::value& labels = obj.get("metadata").get("labels");
@@ -63,6 +67,7 @@ void Relabel(FakeApi& api, const std::string& claim, const std::string& value) {
 
 TEST_CASE("node-aware: claims and PVs carry their node's label; each instance caches only its own node's", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   const std::vector<std::string> nodes = {"node-a", "node-b", "node-c"};
   for (const std::string& node : nodes) n.Start(node);
   for (const std::string& node : nodes)
@@ -104,6 +109,7 @@ TEST_CASE("node-aware: claims and PVs carry their node's label; each instance ca
 
 TEST_CASE("PVs made before the node label get it from their own node's instance at start; no other PV is touched", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   ::mkdir(n.Root("node-a").c_str(), 0755);
   n.api->CreateYaml(OldVolumeYaml("pvc-old-a", "node-a", n.Root("node-a") + "/old-a"));
   n.api->CreateYaml(OldVolumeYaml("pvc-old-b", "node-b", n.Root("node-b") + "/old-b"));
@@ -128,6 +134,7 @@ TEST_CASE("PVs made before the node label get it from their own node's instance 
 
 TEST_CASE("the dispatcher killed: another instance takes its Lease and claims keep binding", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   const std::map<std::string, std::string> env = {{"LEADER_ELECT_LEASE_DURATION", "3"}};
   n.Start("node-a", env);
   n.Start("node-b", env);
@@ -147,6 +154,7 @@ TEST_CASE("the dispatcher killed: another instance takes its Lease and claims ke
 
 TEST_CASE("a claim labelled for the wrong node is labelled again for its own, and made there", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   n.Start("node-a");
   n.Start("node-b");
   std::string yaml = ClaimYaml("default", "moved", "hostpath");
@@ -161,6 +169,7 @@ TEST_CASE("a claim labelled for the wrong node is labelled again for its own, an
 TEST_CASE("an image-only upgrade keeps the older RBAC (no Role for the dispatch Lease): claims are still made and expanded, and /readyz, /metrics and one log line say why", "[e2e][nodes][dispatch]") {
   TempDir rbac;
   Nodes n({}, RbacWithout(rbac.path(), "role"));
+  n.env = kLarge;
   n.api->CreateYaml(ClassYaml("grow", "Delete") + "allowVolumeExpansion: true\n");
   n.api->CreateYaml(WffcClassYaml("wait"));
   // The older DaemonSet's env too: no storage capacity (that RBAC has no Role for it either).
@@ -209,6 +218,7 @@ TEST_CASE("an image-only upgrade keeps the older RBAC (no Role for the dispatch 
 TEST_CASE("an RBAC without the claims' patch: the instances watch every claim, and claims are made", "[e2e][nodes][dispatch]") {
   TempDir rbac;
   Nodes n({}, RbacWithout(rbac.path(), "claim patch"));
+  n.env = kLarge;
   n.Start("node-a");
   n.Start("node-b");
   n.Claim("on-a", "hostpath", "hostpath-provisioner.io/node", "node-a");
@@ -230,6 +240,7 @@ TEST_CASE("an RBAC without the claims' patch: the instances watch every claim, a
 
 TEST_CASE("a tenant's label on a WaitForFirstConsumer claim that names no node yet is taken off; once placed, the claim is labelled and made", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   n.api->CreateYaml(WffcClassYaml("wait"));
   n.Start("node-a");
   n.Start("node-b");
@@ -255,6 +266,7 @@ TEST_CASE("a tenant's label on a WaitForFirstConsumer claim that names no node y
 
 TEST_CASE("a label changed right after the dispatcher's own is put right", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   n.Start("node-a");
   n.Claim("fought", "hostpath", "hostpath-provisioner.io/node", "node-a");
   REQUIRE(n.WaitBound("fought"));
@@ -321,6 +333,7 @@ TEST_CASE("the installs' Roles grant their own Leases only: a replica refused it
 
 TEST_CASE("the dispatcher refused its labels after the start (403): /readyz fails with the reason, one Warning; the claim is labelled once allowed again", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   n.Start("node-a");
   Provisioner& p = *n.instances["node-a"];
   REQUIRE(Eventually([&] { return p.Http("/readyz").code == 200 && Dispatcher(n) == "node-a"; }));
@@ -340,6 +353,7 @@ TEST_CASE("the dispatcher refused its labels after the start (403): /readyz fail
 
 TEST_CASE("a claim bound before the dispatcher (no node label) gets its label, and its expansion is done by its node", "[e2e][nodes][dispatch]") {
   Nodes n;
+  n.env = kLarge;
   n.api->CreateYaml(ClassYaml("grow", "Delete") + "allowVolumeExpansion: true\n");
   // As an older node-aware version left them: the PV and its bound claim, neither labelled.
   const std::string dir = n.Root("node-b") + "/default-old-bound-pvc-old";

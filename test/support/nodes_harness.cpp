@@ -22,6 +22,7 @@ void Nodes::Start(const std::string& node, std::map<std::string, std::string> en
   ::mkdir(Root(node).c_str(), 0755);
   env.emplace("NODE_NAME", node);
   env.emplace("CAPACITY_PROVISIONER_NAME", kCapacityProvisioner);  // as manifests/daemonset/ sets it
+  env.insert(this->env.begin(), this->env.end());
   instances[node] = std::make_unique<Provisioner>(*api, Root(node), env);
 }
 
@@ -31,6 +32,7 @@ void Nodes::StartShared(const std::string& node, std::map<std::string, std::stri
   env.emplace("NODE_NAME", node);
   env.emplace("CAPACITY_PROVISIONER_NAME", kCapacityProvisioner);
   env.emplace("NODE_ROOT", Root(node));
+  env.insert(this->env.begin(), this->env.end());
   instances[node] = std::make_unique<Provisioner>(
       *api, SharedRoot(), env, std::vector<std::string>{},
       std::vector<std::string>{"/usr/bin/unshare", "--mount", "--propagation", "private", "/bin/sh", "-c",
@@ -118,6 +120,12 @@ std::string RbacWithout(const std::string& dir, const std::string& drop) {
     const size_t at = out.find(verbs);
     REQUIRE(at != std::string::npos);
     out.replace(at, verbs.size(), "resources: [persistentvolumeclaims]\n    verbs: [get, list, watch]");
+  }
+  if (drop == "node list") {
+    const std::string verbs = "resources: [nodes]\n    verbs: [get, list]";
+    const size_t at = out.find(verbs);
+    REQUIRE(at != std::string::npos);
+    out.replace(at, verbs.size(), "resources: [nodes]\n    verbs: [get]");
   }
   REQUIRE(out != text);
   WriteFile(dir + "/rbac.yaml", out);

@@ -24,6 +24,9 @@ struct Nodes {
   TempDir tmp;
   std::unique_ptr<FakeApi> api;
   std::map<std::string, std::unique_ptr<Provisioner>> instances;
+  // Settings every instance Start and StartShared start gets (its own env wins), e.g.
+  // SMALL_CLUSTER_NODES.
+  std::map<std::string, std::string> env;
 
   explicit Nodes(std::vector<std::string> fake_args = {}, const std::string& rbac_yaml = "manifests/daemonset/rbac.yaml");
   std::string Root(const std::string& node) { return tmp.path() + "/" + node; }
@@ -45,7 +48,8 @@ struct Nodes {
 
 // The DaemonSet's RBAC less what `drop` names: "role" leaves out the Role and RoleBinding of
 // the dispatch Lease (as the RBAC of versions before the dispatcher: an image-only upgrade
-// keeps it), "claim patch" takes patch out of the claims' rule. Written to `dir`/rbac.yaml; its path.
+// keeps it), "claim patch" takes patch out of the claims' rule, "node list" list out of the
+// nodes' (as the RBAC of the versions before SMALL_CLUSTER_NODES). Written to `dir`/rbac.yaml; its path.
 std::string RbacWithout(const std::string& dir, const std::string& drop);
 
 // The node a PV's required node affinity names ("" when it has none, or another shape).

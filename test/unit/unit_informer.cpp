@@ -220,3 +220,48 @@ TEST_CASE("an object that moved between two selections is handed to the handler,
   CHECK(pvs.Get("moving").has_value());
   pvs.Stop();
 }
+
+// Issue 54: the claim watch switches between every claim and a node's while running. The new
+// selections are listed before the old ones end: an object in both is never reported gone; one
+// only the old selection held is.
+TEST_CASE("Reselect while running: an object in the old and the new selections stays; one only the old held is gone") {
+  Server s;
+  for (const char* name : {"mine", "theirs"}) REQUIRE(Admin(s.api, "POST", fake_test::kPvs, fake_test::Pv(name)).code == 201);
+  REQUIRE(Admin(s.api, "PATCH", std::string(fake_test::kPvs) + "/mine", R"({"metadata":{"labels":{"node":"a"}}})",
+                "application/merge-patch+json")
+              .code == 200);
+  std::mutex mu;
+  std::vector<std::pair<std::string, bool>> calls;  // (key, present)
+  Informer<Volume> pvs("PersistentVolumes", api::kVolumes, nullptr, fake_test::EndpointOf(s.api),
+                       [&](const std::string& key, const Volume* now) {
+                         std::lock_guard<std::mutex> l(mu);
+                         calls.emplace_back(key, now != nullptr);
+                       });
+  REQUIRE(pvs.Start().ok());  // the whole collection
+  REQUIRE(Eventually([&] { return pvs.Synced() && pvs.Size() == 2; }));
+  auto gone = [&](const std::string& key) {
+    std::lock_guard<std::mutex> l(mu);
+    int n = 0;
+    for (const auto& [k, present] : calls) n += k == key && !present;
+    return n;
+  };
+  REQUIRE(pvs.Reselect({"node in (a)"}).ok());
+  CHECK(pvs.Synced());
+  CHECK(pvs.Size() == 1);
+  CHECK(pvs.Get("mine").has_value());
+  CHECK_FALSE(pvs.Get("theirs").has_value());
+  CHECK(gone("theirs") == 1);
+  CHECK(gone("mine") == 0);
+  // The new selection watches: a PV labelled for a after the switch comes in.
+  REQUIRE(Admin(s.api, "POST", fake_test::kPvs, fake_test::Pv("later")).code == 201);
+  REQUIRE(Admin(s.api, "PATCH", std::string(fake_test::kPvs) + "/later", R"({"metadata":{"labels":{"node":"a"}}})",
+                "application/merge-patch+json")
+              .code == 200);
+  CHECK(Eventually([&] { return pvs.Get("later").has_value(); }));
+  // And back to the whole collection: nothing it held is reported gone.
+  REQUIRE(pvs.Reselect({""}).ok());
+  CHECK(pvs.Size() == 3);
+  CHECK(gone("mine") == 0);
+  CHECK(gone("later") == 0);
+  pvs.Stop();
+}

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <csignal>
+#include <mutex>
 #include <thread>
 
 #include "kube/leader.hpp"
@@ -125,4 +126,47 @@ TEST_CASE("a leader whose lease is deleted stops leading at once and leaves no l
   CHECK_FALSE(elector.Leading());
   elector.Release();  // as at a stop: nothing to release, nothing made
   CHECK(Admin(s.api, "GET", std::string(kLeases) + "/lease-d").code == 404);
+}
+
+// Issue 54: the dispatcher says on its Lease which claims the instances watch. What the holder
+// sets is written with its next renewal, read by a candidate at its next look, and kept by a
+// release.
+TEST_CASE("the holder's annotation reaches a candidate's observer at its next look, and outlives the release") {
+  Server s;
+  LeaderElector holder(EndpointOf(s.api), "default", "lease-n", "me", Short());
+  REQUIRE(holder.Init().ok());
+  REQUIRE(holder.Acquire([] { return false; }));
+  holder.StartRenewing([] {});
+  holder.SetAnnotation("example.com/word", "all");
+  LeaderElector candidate(EndpointOf(s.api), "default", "lease-n", "you", Short());
+  REQUIRE(candidate.Init().ok());
+  std::mutex mu;
+  std::string seen;
+  candidate.Observe([&](const Lease& l) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = l.meta.annotations.find("example.com/word");
+    seen = it == l.meta.annotations.end() ? "" : it->second;
+  });
+  std::atomic<bool> stop{false};
+  std::thread looking([&] { candidate.Acquire([&] { return stop.load(); }); });
+  auto heard = [&](const std::string& want) {
+    for (int i = 0; i < 200; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (seen == want) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return false;
+  };
+  CHECK(heard("all"));
+  holder.SetAnnotation("example.com/word", "own-node");
+  CHECK(heard("own-node"));
+  holder.Release();
+  fake_test::Reply got = Admin(s.api, "GET", std::string(kLeases) + "/lease-n");
+  REQUIRE(got.code == 200);
+  CHECK(got.body.get("metadata").get("annotations").get("example.com/word").to_str() == "own-node");
+  stop = true;
+  candidate.CancelAcquire();
+  looking.join();
 }

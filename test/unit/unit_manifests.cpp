@@ -611,7 +611,7 @@ TEST_CASE("the DaemonSet's pod is the Deployment's but for the environment and t
   CHECK(a.serialize(true) == b.serialize(true));
 }
 
-TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching and getting claims, getting nodes and CSIDrivers, its Lease and its capacity objects",
+TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's ClusterRole plus patching and getting claims, getting and counting nodes, getting CSIDrivers, its Lease and its capacity objects",
           "[manifests]") {
   using Grant = std::tuple<std::string, std::string, std::string>;
   std::set<Grant> expected = {
@@ -625,15 +625,17 @@ TEST_CASE("the node-aware RBAC grants exactly what that mode asks: base's Cluste
       {"storage.k8s.io", "storageclasses", "list"}, {"storage.k8s.io", "storageclasses", "watch"},
       {"", "events", "create"},                {"", "events", "patch"},
       {"", "nodes", "get"},  // does a node holding a finalizer on a volume on every node still exist? its uid
+      {"", "nodes", "list"},  // one at a time: the dispatcher counts the nodes (SMALL_CLUSTER_NODES)
       {"storage.k8s.io", "csidrivers", "get"},  // does the scheduler read the capacity published?
   };
   CHECK(ClusterRoleGrants("manifests/daemonset/rbac.yaml") == expected);
-  // That is the single-node ClusterRole, plus the claim patch and get, the node get and the
-  // CSIDriver get.
+  // That is the single-node ClusterRole, plus the claim patch and get, the node get and list,
+  // and the CSIDriver get.
   std::set<Grant> base = ClusterRoleGrants("manifests/rbac.yaml");
   base.emplace("", "persistentvolumeclaims", "patch");
   base.emplace("", "persistentvolumeclaims", "get");
   base.emplace("", "nodes", "get");
+  base.emplace("", "nodes", "list");
   base.emplace("storage.k8s.io", "csidrivers", "get");
   CHECK(base == expected);
 

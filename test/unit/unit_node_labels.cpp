@@ -142,3 +142,25 @@ TEST_CASE("the dispatcher labels a claim with its node once known, any for class
   bound.phase = "Bound";
   CHECK(DispatchLabel(cfg, bound, &wffc) == std::optional<std::string>("node-b"));
 }
+
+TEST_CASE("every instance watches every claim up to SMALL_CLUSTER_NODES nodes, its own node's past a quarter more; in between, as before", "[node_labels]") {
+  Config cfg;
+  cfg.node_name = "node-a";
+  struct Case {
+    int threshold, nodes;
+    bool now, want;
+  } cases[] = {
+      {8, 0, false, true},   {8, 1, false, true},  {8, 8, false, true},   // small: whatever it was
+      {8, 9, true, true},    {8, 10, true, true},                         // the edge: stays
+      {8, 9, false, false},  {8, 10, false, false},
+      {8, 11, true, false},  {8, 1000, true, false},                      // past 8 + 2
+      {2, 2, false, true},   {2, 3, true, true},    {2, 3, false, false}, // at least one more
+      {2, 4, true, false},   {1, 2, true, true},    {1, 3, true, false},
+      {0, 0, true, false},   {0, 1, false, false},                        // 0: never
+  };
+  for (const Case& c : cases) {
+    INFO(c.threshold << " " << c.nodes << " " << c.now);
+    cfg.small_cluster_nodes = c.threshold;
+    CHECK(WatchEveryClaim(cfg, c.nodes, c.now) == c.want);
+  }
+}
