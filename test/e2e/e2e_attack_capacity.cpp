@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "test/support/capacity_bed.hpp"
 #include "test/support/harness.hpp"
 #include "test/support/nodes_harness.hpp"
 #include "test/support/tmpfs.hpp"
@@ -23,69 +24,17 @@ using namespace harness;
 
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-const std::string kObjects = "/apis/storage.k8s.io/v1/namespaces/kube-system/csistoragecapacities";
+constexpr uint64_t kMiB = kCapMiB;
 // Long enough for a check or the periodic re-read of the objects (RESYNC_PERIOD 2, as Start sets).
 constexpr auto kPutRight = std::chrono::seconds(60);
-
-// The objects of class `cls`, by the node their topology names.
-std::map<std::string, picojson::value> Objects(Nodes& n, const std::string& cls = "hostpath") {
-  std::map<std::string, picojson::value> out;
-  Reply r = n.api->Get(kObjects);
-  if (r.code != 200) return out;
-  for (const picojson::value& item : r.json.get("items").get<picojson::array>()) {
-    if (item.get("storageClassName").to_str() != cls) continue;
-    const picojson::value& node = item.get("nodeTopology").get("matchLabels").get("kubernetes.io/hostname");
-    if (node.is<std::string>()) out[node.get<std::string>()] = item;
-  }
-  return out;
-}
-
-double Capacity(Nodes& n, const std::string& node, const std::string& cls = "hostpath") {
-  auto all = Objects(n, cls);
-  auto it = all.find(node);
-  return it == all.end() ? -1 : std::stod(it->second.get("capacity").to_str());
-}
-
-// A pod's PodScheduled condition message ("" when it has none, or it is True).
-std::string Unschedulable(Nodes& n, const std::string& pod) {
-  Reply r = n.api->Get("/api/v1/namespaces/default/pods/" + pod);
-  if (r.code != 200 || !r.json.get("status").get("conditions").is<picojson::array>()) return "";
-  for (const picojson::value& c : r.json.get("status").get("conditions").get<picojson::array>())
-    if (c.get("type").to_str() == "PodScheduled" && c.get("status").to_str() == "False") return c.get("message").to_str();
-  return "";
-}
+// A check a second, and the objects read again every 2 s.
+const std::map<std::string, std::string> kQuick = {{"CAPACITY_INTERVAL", "1"}, {"RESYNC_PERIOD", "2"}};
 
 std::string Field(Nodes& n, const std::string& node, const std::string& field, const std::string& cls = "hostpath") {
   auto all = Objects(n, cls);
   auto it = all.find(node);
   return it == all.end() ? "" : it->second.get("metadata").get(field).to_str();
 }
-
-// Node-a's and node-b's roots, tmpfs of the given sizes, the DaemonSet install's class and
-// CSIDriver; `mounted` false (the test then returns) where a tmpfs cannot be mounted.
-struct TwoDisks {
-  Nodes n;
-  std::unique_ptr<Tmpfs> a, b;
-  bool mounted = false;
-  TwoDisks(const char* size_a, const char* size_b, const std::string& rbac = "manifests/daemonset/rbac.yaml")
-      : n({}, rbac) {
-    REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);
-    n.api->CreateYaml(ReadFile("manifests/daemonset/storageclass.yaml"));
-    n.api->CreateYaml(ReadFile("manifests/daemonset/csidriver.yaml"));
-    for (const char* node : {"node-a", "node-b"}) {
-      n.api->RegisterNode(node);
-      ::mkdir(n.Root(node).c_str(), 0755);
-    }
-    a = std::make_unique<Tmpfs>(n.Root("node-a"), size_a);
-    b = std::make_unique<Tmpfs>(n.Root("node-b"), size_b);
-    mounted = a->mounted && b->mounted;
-  }
-  void Start() {
-    for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", "1"}, {"RESYNC_PERIOD", "2"}});
-    REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
-  }
-};
 
 }  // namespace
 
@@ -94,11 +43,11 @@ TEST_CASE("attack: an administrator deletes a node's capacity object; it comes b
   TwoDisks disks("64m", "16m");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start();
+  disks.Start(kQuick);
   const std::string name = Objects(n)["node-a"].get("metadata").get("name").to_str();
   // kubectl -n kube-system delete csistoragecapacities <name>: the scheduler now has no figure
   // for node-a, and places no pod of the class there.
-  REQUIRE(n.api->Delete(kObjects + "/" + name).code == 200);
+  REQUIRE(n.api->Delete(kCapacityObjects + "/" + name).code == 200);
   n.api->CreateYaml(ClaimYaml("default", "data", "hostpath", "32Mi"));  // fits node-a only
   n.api->CreateYaml(PodYaml("app", "data"));
   CHECK(Eventually([&] { return Capacity(n, "node-a") > 60 * kMiB; }, kPutRight));
@@ -110,10 +59,10 @@ TEST_CASE("attack: an administrator edits a node's figure to 0; it is put right"
   TwoDisks disks("64m", "16m");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start();
+  disks.Start(kQuick);
   picojson::value o = Objects(n)["node-a"];
   o.get<picojson::object>()["capacity"] = picojson::value("0");
-  REQUIRE(n.api->Call("PUT", kObjects + "/" + o.get("metadata").get("name").to_str(), o.serialize()).code == 200);
+  REQUIRE(n.api->Call("PUT", kCapacityObjects + "/" + o.get("metadata").get("name").to_str(), o.serialize()).code == 200);
   REQUIRE(Capacity(n, "node-a") == 0);
   CHECK(Eventually([&] { return Capacity(n, "node-a") > 60 * kMiB; }, kPutRight));
 }
@@ -123,12 +72,12 @@ TEST_CASE("attack: a node deleted and registered again; its objects are made aga
   TwoDisks disks("64m", "16m");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start();
+  disks.Start(kQuick);
   const std::string old_uid = n.api->Get("/api/v1/nodes/node-a").json.get("metadata").get("uid").to_str();
   REQUIRE(n.api->Delete("/api/v1/nodes/node-a").code == 200);
   // What the garbage collector does: the objects whose owner is gone go with it.
   for (const auto& [node, o] : Objects(n))
-    if (node == "node-a") REQUIRE(n.api->Delete(kObjects + "/" + o.get("metadata").get("name").to_str()).code == 200);
+    if (node == "node-a") REQUIRE(n.api->Delete(kCapacityObjects + "/" + o.get("metadata").get("name").to_str()).code == 200);
   n.api->RegisterNode("node-a");  // the kubelet registers it again: a new uid
   const std::string new_uid = n.api->Get("/api/v1/nodes/node-a").json.get("metadata").get("uid").to_str();
   REQUIRE(new_uid != old_uid);
@@ -153,7 +102,7 @@ TEST_CASE("attack: two installs in one namespace, each with its own class of sto
   TwoDisks disks("64m", "16m", rbac_dir.path() + "/rbac.yaml");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start();
+  disks.Start(kQuick);
   std::string other = ClassYaml("other", "Delete", "other.example");
   other.replace(other.find("Immediate"), 9, "WaitForFirstConsumer");
   n.api->CreateYaml(other);
@@ -233,7 +182,7 @@ TEST_CASE("attack: overcommit \"false\": a volume promised but not written count
   std::string strict = ClassYaml("strict", "Delete", kCapacityProvisioner, "  overcommit: \"false\"\n");
   strict.replace(strict.find("Immediate"), 9, "WaitForFirstConsumer");
   n.api->CreateYaml(strict);
-  disks.Start();
+  disks.Start(kQuick);
   REQUIRE(Eventually([&] { return Objects(n, "strict").size() == 2; }));
   n.api->CreateYaml(ClaimYaml("default", "first", "strict", "40Mi"));
   n.api->CreateYaml(PodYaml("p-first", "first", "node-a"));
@@ -254,7 +203,7 @@ TEST_CASE("attack: space freed by less than 1%: a claim that fits only in what w
   if (!disks.mounted) return;
   Nodes& n = disks.n;
   WriteFile(n.Root("node-a") + "/someone-elses-file", std::string(512 * 1024, 'x'));
-  disks.Start();
+  disks.Start(kQuick);
   const double published = Capacity(n, "node-a");
   // 256 KiB more than node-a's figure: it fits once the file goes, and fits no other node.
   const std::string size = std::to_string(static_cast<uint64_t>(published) + 256 * 1024);
@@ -270,7 +219,7 @@ TEST_CASE("attack: a tenant makes and deletes claims in a loop; the writes stay 
   TwoDisks disks("64m", "64m");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start();
+  disks.Start(kQuick);
   const double before = Metric(*n.instances["node-a"], "hostpath_provisioner_capacity_writes_total");
   constexpr int kRounds = 8;
   for (int i = 0; i < kRounds; ++i) {
@@ -300,7 +249,7 @@ TEST_CASE("attack: two instances of one install on one node (a DaemonSet rolling
   TwoDisks disks("64m", "64m");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start();
+  disks.Start(kQuick);
   Provisioner surge(*n.api, n.Root("node-a"),
                     {{"NODE_NAME", "node-a"}, {"CAPACITY_PROVISIONER_NAME", kCapacityProvisioner}, {"CAPACITY_INTERVAL", "1"}});
   std::string filler = n.Root("node-a") + "/someone-elses-file";
@@ -312,7 +261,7 @@ TEST_CASE("attack: two instances of one install on one node (a DaemonSet rolling
   const std::string rv = Field(n, "node-a", "resourceVersion");
   ::sleep(3);
   CHECK(Field(n, "node-a", "resourceVersion") == rv);
-  Reply all = n.api->Get(kObjects);
+  Reply all = n.api->Get(kCapacityObjects);
   CHECK(all.json.get("items").get<picojson::array>().size() == 2);
   CHECK(n.api->Denials().empty());
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "test/support/capacity_bed.hpp"
 #include "test/support/harness.hpp"
 #include "test/support/nodes_harness.hpp"
 #include "test/support/tmpfs.hpp"
@@ -21,77 +22,11 @@ using namespace harness;
 
 namespace {
 
-constexpr uint64_t kMiB = uint64_t{1} << 20;
-const std::string kObjects = "/apis/storage.k8s.io/v1/namespaces/kube-system/csistoragecapacities";
-
-// This install's objects, by the node their topology names.
-std::map<std::string, picojson::value> Objects(Nodes& n, const std::string& cls = "hostpath") {
-  std::map<std::string, picojson::value> out;
-  Reply r = n.api->Get(kObjects);
-  if (r.code != 200) return out;
-  for (const picojson::value& item : r.json.get("items").get<picojson::array>()) {
-    if (item.get("storageClassName").to_str() != cls) continue;
-    const picojson::value& node = item.get("nodeTopology").get("matchLabels").get("kubernetes.io/hostname");
-    if (node.is<std::string>()) out[node.get<std::string>()] = item;
-  }
-  return out;
-}
-
-// The bytes node's object for the class says (-1: no object).
-double Capacity(Nodes& n, const std::string& node, const std::string& cls = "hostpath") {
-  auto all = Objects(n, cls);
-  auto it = all.find(node);
-  return it == all.end() ? -1 : std::stod(it->second.get("capacity").to_str());
-}
-
-// Writes `mib` MiB to `path` (a file filling a node's disk, as another program's would).
-void Fill(const std::string& path, int mib) {
-  std::ofstream f(path, std::ios::binary);
-  std::string chunk(kMiB, '\0');
-  for (int i = 0; i < mib; ++i) f.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
-}
-
-// A pod's PodScheduled condition message ("" when it has none, or it is True).
-std::string Unschedulable(Nodes& n, const std::string& pod) {
-  Reply r = n.api->Get("/api/v1/namespaces/default/pods/" + pod);
-  if (r.code != 200 || !r.json.get("status").get("conditions").is<picojson::array>()) return "";
-  for (const picojson::value& c : r.json.get("status").get("conditions").get<picojson::array>())
-    if (c.get("type").to_str() == "PodScheduled" && c.get("status").to_str() == "False") return c.get("message").to_str();
-  return "";
-}
+constexpr uint64_t kMiB = kCapMiB;
 
 void ClaimOf(Nodes& n, const std::string& name, const std::string& size) {
   n.api->CreateYaml(ClaimYaml("default", name, "hostpath", size));
 }
-
-// The DaemonSet install's class and CSIDriver, two nodes registered; the roots mounted by the caller.
-void Install(Nodes& n, bool driver = true) {
-  REQUIRE(n.api->Delete("/apis/storage.k8s.io/v1/storageclasses/hostpath").code == 200);
-  n.api->CreateYaml(ReadFile("manifests/daemonset/storageclass.yaml"));
-  if (driver) n.api->CreateYaml(ReadFile("manifests/daemonset/csidriver.yaml"));
-  for (const char* node : {"node-a", "node-b"}) n.api->RegisterNode(node);
-}
-
-// Install, with node-a's and node-b's roots tmpfs of the given sizes: `mounted` false (the test
-// then returns) where a tmpfs cannot be mounted. Start runs both instances, and waits for their
-// objects.
-struct TwoDisks {
-  Nodes n;
-  std::unique_ptr<Tmpfs> a, b;
-  bool mounted = false;
-  TwoDisks(const char* size_a, const char* size_b) {
-    Install(n);
-    ::mkdir(n.Root("node-a").c_str(), 0755);
-    ::mkdir(n.Root("node-b").c_str(), 0755);
-    a = std::make_unique<Tmpfs>(n.Root("node-a"), size_a);
-    b = std::make_unique<Tmpfs>(n.Root("node-b"), size_b);
-    mounted = a->mounted && b->mounted;
-  }
-  void Start(const char* interval) {
-    for (const char* node : {"node-a", "node-b"}) n.Start(node, {{"CAPACITY_INTERVAL", interval}});
-    REQUIRE(Eventually([&] { return Objects(n).size() == 2; }));
-  }
-};
 
 }  // namespace
 
@@ -100,7 +35,7 @@ TEST_CASE("each node publishes its room; a pod goes only where its claim fits, a
   TwoDisks disks("16m", "64m");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start("1");
+  disks.Start({{"CAPACITY_INTERVAL", "1"}});
   auto objects = Objects(n);
   for (const auto& [node, mib] : std::map<std::string, uint64_t>{{"node-a", 16}, {"node-b", 64}}) {
     INFO(node);
@@ -159,16 +94,16 @@ TEST_CASE("filling or freeing a node's disk moves where the next pod goes", "[e2
   TwoDisks disks("64m", "64m");
   if (!disks.mounted) return;
   Nodes& n = disks.n;
-  disks.Start("1");
+  disks.Start({{"CAPACITY_INTERVAL", "1"}});
 
-  Fill(n.Root("node-a") + "/someone-elses-file", 48);  // not a volume: the disk fills all the same
+  FillMiB(n.Root("node-a") + "/someone-elses-file", 48);  // not a volume: the disk fills all the same
   REQUIRE(Eventually([&] { return Capacity(n, "node-a") < 20 * kMiB; }));
   ClaimOf(n, "one", "32Mi");
   n.api->CreateYaml(PodYaml("p-one", "one"));
   REQUIRE(n.WaitBound("one"));
   CHECK(AffinityNode(n.api->Volume(n.VolumeOf("one"))) == "node-b");
 
-  Fill(n.Root("node-b") + "/someone-elses-file", 48);
+  FillMiB(n.Root("node-b") + "/someone-elses-file", 48);
   REQUIRE(Eventually([&] { return Capacity(n, "node-b") < 20 * kMiB; }));
   ClaimOf(n, "two", "32Mi");
   n.api->CreateYaml(PodYaml("p-two", "two"));
@@ -189,8 +124,8 @@ TEST_CASE("a pod placed by a figure that is out of date: the claim is handed bac
   if (!disks.mounted) return;
   Nodes& n = disks.n;
   // An hour between checks: only the failed provision can correct node-a's figure in time.
-  disks.Start("3600");
-  Fill(n.Root("node-a") + "/someone-elses-file", 48);
+  disks.Start({{"CAPACITY_INTERVAL", "3600"}});
+  FillMiB(n.Root("node-a") + "/someone-elses-file", 48);
   ClaimOf(n, "data", "32Mi");
   n.api->CreateYaml(PodYaml("app", "data"));  // node-a first: its figure still says 64 MiB
   REQUIRE(n.WaitBound("data"));
@@ -203,7 +138,7 @@ TEST_CASE("a pod placed by a figure that is out of date: the claim is handed bac
 TEST_CASE("objects follow the classes: none for Immediate or others' classes, 0 where a class cannot have volumes, "
           "gone with their class", "[e2e][nodes][capacity]") {
   Nodes n;
-  Install(n);
+  InstallCapacityClass(n);
   n.api->CreateYaml(WffcClassYaml("theirs"));  // PROVISIONER_NAME's: no CSIDriver can name it
   n.api->CreateYaml(ClassYaml("now", "Delete", kCapacityProvisioner));  // Immediate
   std::string missing = ClassYaml("missing", "Delete", kCapacityProvisioner, "  pvDir: /nowhere\n");
@@ -233,15 +168,15 @@ TEST_CASE("objects follow the classes: none for Immediate or others' classes, 0 
 
 TEST_CASE("an object deleted or edited by hand is put right within a resync period", "[e2e][nodes][capacity]") {
   Nodes n;
-  Install(n);
+  InstallCapacityClass(n);
   n.Start("node-a", {{"CAPACITY_INTERVAL", "3600"}, {"RESYNC_PERIOD", "2"}});
   REQUIRE(Eventually([&] { return Objects(n).size() == 1; }));
   const double figure = Capacity(n, "node-a");
   const std::string name = Objects(n)["node-a"].get("metadata").get("name").to_str();
-  REQUIRE(n.api->Delete(kObjects + "/" + name).code == 200);
+  REQUIRE(n.api->Delete(kCapacityObjects + "/" + name).code == 200);
   CHECK(Eventually([&] { return Capacity(n, "node-a") > 0; }));
   // An admin's edit: the scheduler would send no pod here.
-  Reply r = n.api->Call("PATCH", kObjects + "/" + name, R"({"capacity":"0"})", "application/merge-patch+json");
+  Reply r = n.api->Call("PATCH", kCapacityObjects + "/" + name, R"({"capacity":"0"})", "application/merge-patch+json");
   REQUIRE(r.code == 200);
   CHECK(Eventually([&] { return Capacity(n, "node-a") > figure / 2; }));
   CHECK(Objects(n).size() == 1);
@@ -249,7 +184,7 @@ TEST_CASE("an object deleted or edited by hand is put right within a resync peri
 
 TEST_CASE("without the CSIDriver the log says that the scheduler ignores the figures", "[e2e][nodes][capacity]") {
   Nodes n;
-  Install(n, false);
+  InstallCapacityClass(n, false);
   n.Start("node-a");
   CHECK(Eventually([&] {
     return n.instances["node-a"]->Log().find("the scheduler ignores the capacity published here unless a CSIDriver named "
