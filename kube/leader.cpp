@@ -36,6 +36,7 @@ bool LeaderElector::Acquire(const std::function<bool()>& stopping) {
       return true;
     }
     const std::string line = "waiting for lease " + ns_ + "/" + name_ + ": " + s.message();
+    looked_ = looked_ || s.code() == Status::kConflict;
     if (s.code() == Status::kConflict && !logged_held) {
       LogInfo(line);
       logged_held = true;
@@ -44,7 +45,9 @@ bool LeaderElector::Acquire(const std::function<bool()>& stopping) {
       logged_error = s.message();
     }
     long tenths = t_.retry_period.count() * 10;
-    if (s.code() == Status::kConflict && t_.candidate_period.count() > 0) {  // held: look again later, spread out
+    // Held: look again later, spread out; the first time after one retry period, so that what
+    // a holder that took the lease at the same time says (SetAnnotation) is read within seconds.
+    if (s.code() == Status::kConflict && t_.candidate_period.count() > 0 && looked_) {
       std::uniform_int_distribution<long> spread(0, t_.candidate_period.count() * 2);
       tenths = t_.candidate_period.count() * 10 + spread(rng_);
     }
@@ -68,7 +71,10 @@ void LeaderElector::StartRenewing(std::function<void()> on_lost) {
   renewer_ = std::thread([this, on_lost] {
     auto last_ok = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, t_.retry_period, [this] { return stop_; })) {
+    for (;;) {  // every retry period, or at once when SetAnnotation has news
+      cv_.wait_for(lock, t_.retry_period, [this] { return stop_ || annotate_now_; });
+      if (stop_) break;
+      annotate_now_ = false;
       lock.unlock();
       Status s = TryAcquireOrRenew(/*renewing=*/true);
       lock.lock();
@@ -170,8 +176,13 @@ Status LeaderElector::TryAcquireOrRenew(bool renewing) {
 }
 
 void LeaderElector::SetAnnotation(const std::string& key, const std::string& value) {
-  std::lock_guard<std::mutex> lock(mu_);
-  annotations_[key] = value;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (annotations_.count(key) && annotations_[key] == value) return;
+    annotations_[key] = value;
+    annotate_now_ = true;
+  }
+  cv_.notify_all();
 }
 
 void LeaderElector::Annotate(Lease* lease) {

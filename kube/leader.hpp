@@ -26,9 +26,10 @@ struct LeaseTimings {
   std::chrono::seconds lease_duration{30};  // a holder silent this long is presumed gone
   std::chrono::seconds renew_deadline{20};  // the holder gives up if it cannot renew within this
   std::chrono::seconds retry_period{5};     // between tries, for candidates and renewals
-  // Between a candidate's looks at a lease another holds (0: retry_period). Many candidates
-  // (one per node) look less often: each look is a GET to the API server. A holder that stops
-  // is then replaced within about twice this plus the lease duration.
+  // Between a candidate's looks at a lease another holds (0: retry_period), but for its first
+  // look again, one retry period after the first. Many candidates (one per node) look less
+  // often: each look is a GET to the API server. A holder that stops is then replaced within
+  // about twice this plus the lease duration.
   std::chrono::seconds candidate_period{0};
 };
 
@@ -73,7 +74,8 @@ class LeaderElector {
   void StopRenewing();
 
   // The holder's word to the candidates, written on the lease as an annotation with its next
-  // write of it (its take-over, or the next renewal); a value "" takes the annotation off.
+  // write of it (its take-over, or a renewal at once when renewing); a value "" takes the
+  // annotation off.
   // The annotations stay when another instance takes the lease over. From any thread.
   void SetAnnotation(const std::string& key, const std::string& value);
 
@@ -116,6 +118,8 @@ class LeaderElector {
   std::thread renewer_;
   std::function<void(const Lease&)> observer_;
   std::map<std::string, std::string> annotations_;  // under mu_: SetAnnotation's, to write
+  bool annotate_now_ = false;  // under mu_: news to write before the next renewal is due
+  bool looked_ = false;        // Acquire found the lease held once (its later looks are candidate_period apart)
   mutable std::mutex mu_;
   std::condition_variable cv_;
   Status last_error_;  // under mu_
