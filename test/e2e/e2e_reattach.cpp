@@ -266,6 +266,10 @@ TEST_CASE("pathPattern, node-aware: a claim reattaches on the node that has its 
     return;
   }
   Nodes n;
+  // Each instance watching only its own node's claims and those labelled `any`. In a small
+  // cluster (every instance watches every claim) n1 may make "web" before n2 says where its
+  // directory is: a known race of issue 54's mode, left open (n2's data stays untouched).
+  n.env["SMALL_CLUSTER_NODES"] = "0";
   n.api->CreateYaml(WffcClassYaml("keep", kPattern));
   n.api->CreateYaml(ClassYaml("keep-now", "Delete", "hostpath-provisioner.io/hostpath", kPattern));
   for (const char* node : {"n1", "n2"}) {
