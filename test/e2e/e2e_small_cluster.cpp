@@ -49,7 +49,9 @@ int EntriesStarting(const std::string& dir, const std::string& prefix) {
 // root and in no other, with one ProvisioningSucceeded event; and there are as many PVs as
 // claims made.
 void MadeOnceOnTheirNodes(Nodes& n, const std::map<std::string, std::string>& claims, size_t all_claims) {
-  for (const auto& [claim, node] : claims) {
+  for (const auto& entry : claims) {
+    const std::string& claim = entry.first;  // a lambda below uses it: C++17 lambdas cannot capture a structured binding
+    const std::string& node = entry.second;
     INFO(claim << " for " << node);
     REQUIRE(Eventually([&] { return Phase(n.ClaimJson(claim)) == "Bound"; }, std::chrono::seconds(60)));
     const std::string pv = n.VolumeOf(claim);
