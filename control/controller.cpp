@@ -100,7 +100,12 @@ Status Controller::Start() {
   LabelOldVolumes(cfg_, workers_.front()->api);
   bool every_claim = false;  // what the dispatch Lease says
   if (!cfg_.node_name.empty() && dispatch_lease_) FallBackUnlessDispatching(workers_.front()->api, &every_claim);
-  if (every_claim) claims_.SetSelections({""});
+  if (every_claim) {
+    claims_.SetSelections({""});
+    // Said at start too: an instance that starts after the switch sees no switch of its own.
+    LogInfo("the dispatcher says the cluster is small: this instance now watches every claim (and acts on its own "
+            "node's, without waiting for their labels)");
+  }
   every_claim_watched_ = every_claim || !DispatchFallback().empty();
   every_claim_wanted_ = every_claim;
   for (Status s : {classes_.Start(), volumes_.Start(), claims_.Start()})
