@@ -79,7 +79,9 @@ TEST_CASE("attack: the dispatcher killed while switching to own-node mode, a ten
   }, std::chrono::seconds(60)));
   // Claims for the killed dispatcher's node stay pending; the others are made once, on their node.
   size_t expected = 1;
-  for (const auto& [claim_name, node] : made) {
+  for (const auto& entry : made) {
+    const std::string& claim_name = entry.first;  // lambdas below use it (C++17: no structured binding)
+    const std::string& node = entry.second;
     if (node == dispatcher) continue;
     ++expected;
     INFO(claim_name << " for " << node);
@@ -100,8 +102,8 @@ TEST_CASE("attack: the dispatcher killed while switching to own-node mode, a ten
   CHECK(per_claim.size() >= expected);
   // Restart the killed node: its claims are made too.
   n.Start(dispatcher);
-  for (const auto& [claim_name, node] : made)
-    if (node == dispatcher) {
+  for (const auto& entry : made)
+    if (const std::string& claim_name = entry.first; entry.second == dispatcher) {
       INFO(claim_name);
       CHECK(Eventually([&] { return Phase(n.ClaimJson(claim_name)) == "Bound"; }, std::chrono::seconds(90)));
     }
