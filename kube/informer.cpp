@@ -27,8 +27,10 @@ void ReleaseFreeMemory() {
 
 template <class T>
 void Informer<T>::SetSelections(const std::vector<std::string>& label_selectors) {
-  selections_.clear();
-  for (const std::string& s : label_selectors) selections_.push_back(std::make_unique<Selection>(ep_, s));
+  std::vector<std::unique_ptr<Selection>> made;
+  for (const std::string& s : label_selectors) made.push_back(std::make_unique<Selection>(ep_, s));
+  std::lock_guard<std::mutex> lock(mu_);  // Synced and the lookups may already be asked (/readyz)
+  selections_.swap(made);
 }
 
 template <class T>

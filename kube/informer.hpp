@@ -135,7 +135,7 @@ class Informer {
   Transform transform_;
   std::shared_ptr<const ApiEndpoint> ep_;
   Handler handler_;
-  std::vector<std::unique_ptr<Selection>> selections_;  // changed under mu_, by Reselect only
+  std::vector<std::unique_ptr<Selection>> selections_;  // changed under mu_: SetSelections, Reselect
   mutable std::mutex mu_;
   std::mutex reselect_mu_;  // one Reselect at a time; Stop waits for it
   std::atomic<long> restarts_{0};
