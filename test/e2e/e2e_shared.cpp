@@ -180,11 +180,15 @@ TEST_CASE("orphan scan: a directory another instance made, its PV create held ba
   // claim: its claims watch, dropped, is held back for a while on its way back.
   Provisioner b(*n.api, root, {{"NODE_NAME", "node-b"}, {"RESYNC_PERIOD", "1"}});
   REQUIRE(Ready(b));
+  // (alone, the cluster is small: once it watches every claim, it switches its watch no more)
+  REQUIRE(Eventually([&] { return b.Log().find("this instance now watches every claim") != std::string::npos; }));
   REQUIRE(faults::Control(*n.api, "/fake/reset-requests"));
   REQUIRE(faults::Inject(*n.api, {"watch", "persistentvolumeclaims", 500, 1, 0, 20000}));
   REQUIRE(faults::Control(*n.api, "/fake/drop-watches"));
-  // Its other watches are back: so is the claims one, held (the fault is taken).
+  // Its other watches are back, and its claims one is held (the fault is taken: by it, the only
+  // instance so far, and not by node-a's, which must see the claim).
   REQUIRE(Eventually([&] { return WatchesOf(*n.api, "persistentvolumes") > 0 && WatchesOf(*n.api, "storageclasses") > 0; }));
+  REQUIRE(Eventually([&] { return faults::ArmedFaults(*n.api) == 0; }));
 
   Provisioner a(*n.api, root, {{"NODE_NAME", "node-a"}});
   REQUIRE(Ready(a));

@@ -210,6 +210,13 @@ void ApiServer::ClearFaults() {
   faults_.clear();
 }
 
+int ApiServer::ArmedFaults() {
+  std::lock_guard<std::mutex> l(ctl_mu_);
+  int n = 0;
+  for (const Fault& f : faults_) n += f.count;
+  return n;
+}
+
 void ApiServer::DropWatches() {
   {
     Store::Lock l(store_);
@@ -1107,6 +1114,11 @@ std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request& req, 
     return nullptr;
   }
   if (req.method == "GET" && p == "/fake/wait") return WaitFor(req, res);
+  if (req.method == "GET" && p == "/fake/faults") {
+    res.status = 200;
+    res.set_content("{\"armed\":" + std::to_string(ArmedFaults()) + "}", "application/json");
+    return nullptr;
+  }
   if (req.method == "GET" && (p == "/fake/denials" || p == "/fake/requests")) {
     res.status = 200;
     res.set_content(p == "/fake/denials" ? DenialsJson() : RequestsJson(), "application/json");

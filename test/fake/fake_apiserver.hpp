@@ -137,6 +137,7 @@ class ApiServer {
   // Test controls, also reachable over HTTP under /fake/ (see HandleControl).
   void AddFault(const Fault& f);
   void ClearFaults();
+  int ArmedFaults();  // requests the armed faults will still answer (their counts summed)
   void DropWatches();
   void Compact();
   void Pause(double seconds);

@@ -21,6 +21,12 @@ bool Inject(FakeApi& api, const Fault& f) {
   return api.Call("POST", "/fake/faults", body).code == 200;
 }
 
+int ArmedFaults(FakeApi& api) {
+  Reply r = api.Get("/fake/faults");
+  if (r.code != 200 || !r.json.get("armed").is<double>()) return -1;
+  return static_cast<int>(r.json.get("armed").get<double>());
+}
+
 bool CompactPastEveryWatch(FakeApi& api) {
   static int n = 0;
   std::string lease = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"rv-bump-)" +

@@ -36,6 +36,10 @@ struct Fault {
 // Arms the fault; returns false if the fake refused it.
 bool Inject(FakeApi& api, const Fault& f);
 
+// How many requests the armed faults will still answer (GET /fake/faults); -1 if not answered.
+// 0 once every armed fault was taken: the request it holds back has arrived.
+int ArmedFaults(FakeApi& api);
+
 // A control without a body, e.g. Control(api, "/fake/drop-watches"). True when answered 200.
 inline bool Control(FakeApi& api, const std::string& path) { return api.Call("POST", path).code == 200; }
 
