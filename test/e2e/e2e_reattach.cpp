@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <memory>
 
@@ -266,10 +267,6 @@ TEST_CASE("pathPattern, node-aware: a claim reattaches on the node that has its 
     return;
   }
   Nodes n;
-  // Each instance watching only its own node's claims and those labelled `any`. In a small
-  // cluster (every instance watches every claim) n1 may make "web" before n2 says where its
-  // directory is: a known race of issue 54's mode, left open (n2's data stays untouched).
-  n.env["SMALL_CLUSTER_NODES"] = "0";
   n.api->CreateYaml(WffcClassYaml("keep", kPattern));
   n.api->CreateYaml(ClassYaml("keep-now", "Delete", "hostpath-provisioner.io/hostpath", kPattern));
   for (const char* node : {"n1", "n2"}) {
@@ -292,12 +289,22 @@ TEST_CASE("pathPattern, node-aware: a claim reattaches on the node that has its 
   n.api->CreateYaml(PodYaml("app", "data"));
   CHECK(Eventually([&] { return PodNode(*n.api, "app") == "n2"; }));
 
-  // A claim the user pins to n1 (an Immediate class) while its directory is on n2: n2 says where it is.
+  // A claim the user pins to n1 (an Immediate class) while its directory is on n2: n2 says where
+  // it is. (n1's instance is stopped meanwhile: when both run, n1 may bind the claim to a new
+  // directory before n2 looks, a known limit in docs/nodes.md.)
+  n.instances["n1"]->process().Signal(SIGTERM);
+  REQUIRE(n.instances["n1"]->process().Wait() == 0);
   ::mkdir((n.Root("n2") + "/default/web").c_str(), 0755);
   WriteFile(n.Root("n2") + "/default/web/index.html", "on n2\n");
   n.Claim("web", "keep-now", "hostpath-provisioner.io/node", "n1");
-  CHECK(Eventually([&] { return n.Events("web", "ProvisioningFailed", "is on node n2") == 1; }));
+  CHECK(Eventually([&] { return n.Events("web", "ProvisioningFailed", "is on node n2") == 1; }, std::chrono::seconds(60)));
+  CHECK(Phase(n.ClaimJson("web")) == "Pending");
+  // n1 back: the user pinned the claim there, so it gets a new directory there; n2's stays.
+  n.StartShared("n1");
+  CHECK(n.WaitBound("web"));
+  CHECK(AffinityNode(n.api->Volume(n.VolumeOf("web"))) == "n1");
   CHECK(ReadFile(n.Root("n2") + "/default/web/index.html") == "on n2\n");
+  CHECK(n.Events("web", "ProvisioningFailed", "is on node n2") == 1);
   CHECK(n.api->Denials().empty());
 }
 
