@@ -132,19 +132,20 @@ bool CapacityPublisher::Load(KubeApi& api) {
   }
   objects_.clear();
   std::vector<StorageCapacity> extra;
-  Status s = api.ListAll<StorageCapacity>(api::StorageCapacities(ns_), CapacitySelector(cfg_.node_name),
+  Status s = api.ListAll<StorageCapacity>(api::StorageCapacities(ns_), list_all_ ? "" : CapacitySelector(cfg_.node_name),
                                           [&](Result<StorageCapacity> c) {
-                                            if (!c.ok() || !Mine(*c)) return;
+                                            if (!c.ok() || c->node != cfg_.node_name || !Mine(*c)) return;
                                             const std::string want = CapacityObjectName(cfg_.node_name, c->storage_class);
-                                            if (c->node != cfg_.node_name || c->meta.name != want) extra.push_back(*c);
+                                            if (c->meta.name != want) extra.push_back(*c);
                                             else objects_[c->storage_class] = *c;
                                           });
   Problem("list", s.ok() ? "" : "cannot list this node's CSIStorageCapacity objects in namespace " + ns_ + ": " +
                                     s.message() + (s.code() == Status::kForbidden ? RbacFix() : ""));
   if (!s.ok()) return false;
-  // Another node's label value that hashes alike, or one made by hand: not this node's figure.
+  list_all_ = false;
+  // One made by hand for this node under another name: not this node's figure.
   for (const StorageCapacity& c : extra)
-    if (c.node == cfg_.node_name && may_act_() && api.DeleteStorageCapacity(ns_, c.meta.name).ok()) writes_++;
+    if (may_act_() && api.DeleteStorageCapacity(ns_, c.meta.name).ok()) writes_++;
   return true;
 }
 
@@ -245,6 +246,8 @@ void CapacityPublisher::Publish(KubeApi& api, const StorageClass& sc, bool promp
   const Status& s = stored.status();
   if (s.code() == Status::kConflict || s.code() == Status::kNotFound) {
     loaded_ = false;  // changed or made by someone else meanwhile: read again, then write
+    // A create refused for a name no list of this node's gave: its labels were taken off.
+    list_all_ = it == objects_.end() && s.code() == Status::kConflict;
     return;
   }
   Problem("write " + name, s.ok() ? "" : "cannot write the object of class " + name + ": " + s.message() +

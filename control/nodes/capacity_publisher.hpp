@@ -63,8 +63,9 @@ class CapacityPublisher {
 
  private:
   void Run();
-  // At the start, after a conflict and once a RESYNC_PERIOD: what this node's objects are now
-  // (and the Node's uid, and whether the CSIDriver asks for capacity).
+  // At the start, after a conflict and once a RESYNC_PERIOD: what this node's objects are now,
+  // found by their node label, or after list_all_ by the node their topology names (and the
+  // Node's uid, and whether the CSIDriver asks for capacity).
   bool Load(KubeApi& api);
   // Is a listed object this install's? Its kCapacityDriverLabel is ours, or it has none (made
   // before the label), or its class is one this install publishes for.
@@ -87,6 +88,9 @@ class CapacityPublisher {
   std::string ns_;
   std::string node_uid_;                          // the thread's own: the Node's, for the owner reference
   bool loaded_ = false;                           // the thread's own: objects_ is what the API holds
+  // The thread's own: a create found the name taken by an object the node's list did not give
+  // (its labels removed by hand): the next Load lists the whole namespace once, to find it.
+  bool list_all_ = false;
   std::map<std::string, StorageCapacity> objects_;  // the thread's own, by class: as last stored
   std::map<std::string, std::string> problems_;   // the thread's own: last message logged, by what
   std::atomic<long> writes_{0};

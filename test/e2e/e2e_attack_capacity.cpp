@@ -67,6 +67,26 @@ TEST_CASE("attack: an administrator edits a node's figure to 0; it is put right"
   CHECK(Eventually([&] { return Capacity(n, "node-a") > 60 * kMiB; }, kPutRight));
 }
 
+TEST_CASE("attack: an administrator strips a node's object of its labels; it is found by its name, labelled again and "
+          "kept current", "[e2e][nodes][capacity][attack]") {
+  TwoDisks disks("64m", "16m");
+  if (!disks.mounted) return;
+  Nodes& n = disks.n;
+  disks.Start(kQuick);
+  picojson::value o = Objects(n)["node-a"];
+  const std::string name = o.get("metadata").get("name").to_str();
+  o.get("metadata").get<picojson::object>().erase("labels");
+  REQUIRE(n.api->Call("PUT", kCapacityObjects + "/" + name, o.serialize()).code == 200);
+  REQUIRE(Field(n, "node-a", "labels") == "null");
+  // The disk fills: the figure, on the same object, follows (no second object, no loop of
+  // refused creates).
+  FillMiB(n.Root("node-a") + "/other-program.bin", 40);
+  CHECK(Eventually([&] { return Capacity(n, "node-a") >= 0 && Capacity(n, "node-a") < 30 * kMiB; }, kPutRight));
+  CHECK(Field(n, "node-a", "name") == name);
+  CHECK(Eventually([&] { return Field(n, "node-a", "labels") != "null"; }, kPutRight));
+  CHECK(n.api->Get(kCapacityObjects).json.get("items").get<picojson::array>().size() == 2);
+}
+
 TEST_CASE("attack: a node deleted and registered again; its objects are made again, owned by the new Node",
           "[e2e][nodes][capacity][attack]") {
   TwoDisks disks("64m", "16m");
