@@ -151,9 +151,10 @@ bool CapacityPublisher::Load(KubeApi& api) {
 
 bool CapacityPublisher::Mine(const StorageCapacity& c) const {
   auto driver = c.meta.labels.find(kCapacityDriverLabel);
-  if (driver == c.meta.labels.end() || driver->second == NodeLabelValue(cfg_.capacity_provisioner_name)) return true;
-  // Another install's (one namespace, its own CAPACITY_PROVISIONER_NAME): its, unless its class
-  // is one of ours now (deleted and made again for this provisioner).
+  if (driver != c.meta.labels.end() && driver->second == NodeLabelValue(cfg_.capacity_provisioner_name)) return true;
+  // Another install's (one namespace, its own CAPACITY_PROVISIONER_NAME), or one without the
+  // label (its labels taken off by hand; or a CSI driver's, in a whole-namespace list): its,
+  // unless its class is one this install publishes for (made again for this provisioner).
   std::optional<StorageClass> sc = classes_->Get(c.storage_class);
   return sc && ClassGetsCapacity(cfg_, *sc);
 }

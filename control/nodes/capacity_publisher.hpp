@@ -67,8 +67,8 @@ class CapacityPublisher {
   // found by their node label, or after list_all_ by the node their topology names (and the
   // Node's uid, and whether the CSIDriver asks for capacity).
   bool Load(KubeApi& api);
-  // Is a listed object this install's? Its kCapacityDriverLabel is ours, or it has none (made
-  // before the label), or its class is one this install publishes for.
+  // Is a listed object this install's? Its kCapacityDriverLabel is ours, or its class is one
+  // this install publishes for.
   bool Mine(const StorageCapacity& c) const;
   void Pass(KubeApi& api, bool prompt);
   void Publish(KubeApi& api, const StorageClass& sc, bool prompt);

@@ -73,6 +73,10 @@ TEST_CASE("attack: an administrator strips a node's object of its labels; it is 
   if (!disks.mounted) return;
   Nodes& n = disks.n;
   disks.Start(kQuick);
+  // A CSI driver's object for node-a, in the same namespace, without our labels: not ours.
+  REQUIRE(n.api->Call("POST", kCapacityObjects, R"({"apiVersion":"storage.k8s.io/v1","kind":"CSIStorageCapacity",
+    "metadata":{"name":"csisc-x7k2p","namespace":"kube-system"},"storageClassName":"fast-csi",
+    "nodeTopology":{"matchLabels":{"kubernetes.io/hostname":"node-a"}},"capacity":"1Gi"})").code == 201);
   picojson::value o = Objects(n)["node-a"];
   const std::string name = o.get("metadata").get("name").to_str();
   o.get("metadata").get<picojson::object>().erase("labels");
@@ -84,7 +88,8 @@ TEST_CASE("attack: an administrator strips a node's object of its labels; it is 
   CHECK(Eventually([&] { return Capacity(n, "node-a") >= 0 && Capacity(n, "node-a") < 30 * kMiB; }, kPutRight));
   CHECK(Field(n, "node-a", "name") == name);
   CHECK(Eventually([&] { return Field(n, "node-a", "labels") != "null"; }, kPutRight));
-  CHECK(n.api->Get(kCapacityObjects).json.get("items").get<picojson::array>().size() == 2);
+  CHECK(n.api->Get(kCapacityObjects).json.get("items").get<picojson::array>().size() == 3);
+  CHECK(n.api->Get(kCapacityObjects + "/csisc-x7k2p").code == 200);
 }
 
 TEST_CASE("attack: a node deleted and registered again; its objects are made again, owned by the new Node",
