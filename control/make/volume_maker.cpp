@@ -5,6 +5,7 @@
 
 #include "base/log.hpp"
 #include "base/text.hpp"
+#include "decide/names.hpp"
 #include "decide/path_pattern.hpp"
 #include "kube/informer.hpp"
 
@@ -52,6 +53,31 @@ bool VolumeMaker::DirExists(const Action& a) {
   return parent.ok() && fsops_detail::IsDirNoFollow((*parent)->fd(), leaf);
 }
 
+Outcome VolumeMaker::JoinMade(WorkerApi& w, const Claim& claim, const Volume& pv, const MadeDir& made, const Root& root,
+                              const std::string& leaf) {
+  const std::string mine = NodeFinalizer(cfg_.node_name);
+  if (HasFinalizer(pv.meta, mine)) return Outcome::Done();
+  Status s = Status::Ok();
+  if (!pv.meta.deleting) {
+    std::vector<std::string> finalizers = pv.meta.finalizers;
+    finalizers.push_back(mine);
+    s = w.api.SetVolumeFinalizers(pv, finalizers);
+    if (s.ok()) {
+      LogInfo("volume " + pv.meta.name + ": made " + root.path() + "/" + leaf + " on node " + cfg_.node_name);
+      return Outcome::Done();
+    }
+  }
+  // Changed meanwhile: the volume's sync joins it. Released, being deleted (no finalizer may
+  // be added then) or gone: nothing will remove a directory here, so the one just made goes
+  // if empty.
+  Result<Volume> now = w.api.GetVolume(pv.meta.name);
+  const bool released = now.ok() && (now->phase == "Released" || now->phase == "Failed");
+  if (now.ok() && !now->meta.deleting && !released && now->meta.uid == pv.meta.uid) return Outcome::Done();
+  if (!made.existed)
+    if (Status r = root.RemoveIfEmpty(leaf); !r.ok()) LogWarn("claim " + KeyOf(claim.meta) + ": " + r.message());
+  return Outcome::Done();
+}
+
 Outcome VolumeMaker::Create(WorkerApi& w, const Claim& claim, const Action& a, const Root& root, const MadeDir& made,
                             std::chrono::steady_clock::time_point start, const std::string& clone_method) {
   const std::string path = a.root + "/" + a.dir_name;
@@ -67,9 +93,10 @@ Outcome VolumeMaker::Create(WorkerApi& w, const Claim& claim, const Action& a, c
     Result<Volume> got = w.api.GetVolume(a.volume.meta.name);
     if (got.ok() && IsVolumeWeMade(*got, a.volume)) {
       // Another node's instance made this volume on every node: ours joins it (its directory
-      // here is made; the volume's sync adds this node's finalizer). A shared volume: made
-      // by another instance, in the same directory; nothing more to do (and nothing to say).
-      if (OnAllNodes(a.volume) || IsShared(a.volume)) return Outcome::Done();
+      // here is made) with this node's finalizer, at once. A shared volume: made by another
+      // instance, in the same directory; nothing more to do (and nothing to say).
+      if (OnAllNodes(a.volume)) return JoinMade(w, claim, *got, made, root, LeafName(a.dir_name));
+      if (IsShared(a.volume)) return Outcome::Done();
       s = Status::Ok();
     } else if (got.ok()) {
       created_->Erase(a.volume.meta.name);

@@ -50,6 +50,13 @@ class VolumeMaker {
   Outcome Create(WorkerApi& w, const Claim& claim, const Action& a, const Root& root, const MadeDir& made,
                  std::chrono::steady_clock::time_point start, const std::string& clone_method);
 
+  // A volume on every node that another node's instance made first, `leaf` made here under
+  // `root` for it: joined now, with this node's finalizer (not at the volume's next sync: a
+  // claim deleted meanwhile would leave the directory here unremoved). If the volume is
+  // released, being deleted or gone, the directory goes if it was just made and is still empty.
+  Outcome JoinMade(WorkerApi& w, const Claim& claim, const Volume& pv, const MadeDir& made, const Root& root,
+                   const std::string& leaf);
+
   // Does the directory a.dir_name exist under a.root (no symlink followed, nothing made)?
   // False when its root or parent cannot be opened.
   bool DirExists(const Action& a);

@@ -336,6 +336,17 @@ TEST_CASE("nodes: all with onDelete archive: each node archives its own director
   REQUIRE(n.WaitBound("shared"));
   const std::string pv = n.VolumeOf("shared"), dir = "default-shared-" + pv;
   REQUIRE(Eventually([&] { return Exists(n.Root("node-a") + "/" + dir) && Exists(n.Root("node-b") + "/" + dir); }));
+  // Each node holds the volume once its finalizer is on it (a node whose directory is made but
+  // whose finalizer is not there yet when the claim goes removes its directory if still empty).
+  auto held_by_both = [&] {
+    int held = 0;
+    const picojson::value f = n.api->Volume(pv).get("metadata").get("finalizers");
+    if (f.is<picojson::array>())
+      for (const picojson::value& x : f.get<picojson::array>())
+        held += x.to_str() == "node-a/hostpath-provisioner.io" || x.to_str() == "node-b/hostpath-provisioner.io";
+    return held == 2;
+  };
+  REQUIRE(Eventually(held_by_both));
   for (const char* node : {"node-a", "node-b"}) WriteFile(n.Root(node) + "/" + dir + "/from.txt", node);
   REQUIRE(n.api->Delete(kClaims + std::string("shared")).code == 200);
   REQUIRE(Eventually([&] { return !n.api->Volume(pv).is<picojson::object>(); }));
