@@ -88,6 +88,13 @@ Status KubeApi::SetVolumeCapacity(const Volume& v, const std::string& capacity) 
 Result<int> KubeApi::CountNodes() {
   Result<ListPage> page = List<Node>(api::kNodes, "", 1, [](Result<Node>) {});
   if (!page.ok()) return page.status();
+  if (page->continue_token.empty()) return static_cast<int>(page->items);  // every node listed
+  // More nodes, but how many the server does not say: a guess (such as none) could call a
+  // large cluster small.
+  if (page->remaining < 0)
+    return Status(Status::kUnavailable, "the API server's list of nodes gives no remainingItemCount (its "
+                                        "RemainingItemCount feature gate off, or a server older than 1.15): how many "
+                                        "nodes there are is unknown");
   return static_cast<int>(page->items) + page->remaining;
 }
 

@@ -136,6 +136,8 @@ class KubeApi {
 
   // How many Nodes the cluster has: one list of one item, whose remainingItemCount says how
   // many more there are (a page of one costs the API server little at any cluster size).
+  // Errors: the list's; kUnavailable when more nodes follow and the answer does not say how
+  // many (no remainingItemCount).
   Result<int> CountNodes();
 
   // DELETE the claim if its uid is still `uid`. NotFound is ok (already gone).

@@ -459,7 +459,7 @@ Result<ListPage> ParseList(const std::string& text, const std::function<void(Res
   Status s = top.Sub("metadata", &meta);
   if (s.ok()) s = meta.String("resourceVersion", &page.resource_version);
   if (s.ok()) s = meta.String("continue", &page.continue_token);
-  if (s.ok()) s = meta.Int("remainingItemCount", &page.remaining);
+  if (s.ok() && meta.Has("remainingItemCount")) s = meta.Int("remainingItemCount", &page.remaining);
   const Value* items = top.Find("items");
   if (s.ok() && items != nullptr && !items->is<picojson::array>()) s = WrongType("", "items", "an array", *items);
   if (!s.ok()) return s.Wrap("list");

@@ -133,7 +133,9 @@ struct ListPage {
   std::string resource_version;
   std::string continue_token;
   size_t items = 0;
-  int remaining = 0;  // metadata.remainingItemCount: the items after this page (0 when not given)
+  // metadata.remainingItemCount: the items after this page; -1 when not given (a last page, a
+  // list with a selector, or a server whose RemainingItemCount feature gate is off).
+  int remaining = -1;
 };
 
 // Reads a list answer, then hands each element of items to on_item, in order, as FromJson<T>

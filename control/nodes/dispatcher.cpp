@@ -150,8 +150,9 @@ struct Dispatcher::Term {
       if (!nodes.ok()) {
         if (nodes.status().message() != said)
           LogWarn("cannot count the cluster's nodes (" + nodes.status().message() + "): each instance keeps watching " +
-                  (every ? "every claim" : "only its own node's claims") +
-                  " (apply manifests/daemonset/rbac.yaml; not repeated while it lasts)");
+                  (every ? "every claim" : "only its own node's claims") + " (" +
+                  (nodes.status().code() == Status::kForbidden ? "apply manifests/daemonset/rbac.yaml; " : "") +
+                  "not repeated while it lasts)");
         said = nodes.status().message();
       } else {
         said.clear();

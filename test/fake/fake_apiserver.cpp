@@ -698,7 +698,8 @@ ApiServer::Reply ApiServer::List(const RequestInfo& info, const httplib::Request
     meta["continue"] = Json(Hex(last));
     // etcd3's GetList counts the remaining keys, not the matching ones: with a selector it
     // leaves the count out rather than give a wrong one.
-    if (labels.empty() && fields.empty()) meta["remainingItemCount"] = Json(static_cast<double>(remaining));
+    // (Nor does a server whose RemainingItemCount feature gate is off.)
+    if (labels.empty() && fields.empty() && remaining_count_) meta["remainingItemCount"] = Json(static_cast<double>(remaining));
   }
   JsonObject list;
   list["kind"] = Json(info.type->kind + "List");
@@ -1085,6 +1086,12 @@ std::unique_ptr<Exchange> ApiServer::HandleControl(const httplib::Request& req, 
     if (on != "true" && on != "false") return bad("on must be true or false");
     Store::Lock l(store_);
     ctl_.HoldClaimSide(on == "true");
+    return ok(done);
+  }
+  if (req.method == "POST" && p == "/fake/remaining-item-count") {
+    const std::string on = req.get_param_value("on");
+    if (on != "true" && on != "false") return bad("on must be true or false");
+    remaining_count_ = on == "true";
     return ok(done);
   }
   if (req.method == "POST" && p == "/fake/pause") return Pause(std::atof(req.get_param_value("seconds").c_str())), ok(done);

@@ -33,6 +33,9 @@
 //        code 0 (with delayMs): they are held back delayMs, then carried out as usual
 //   POST /fake/clear-faults  disarms every fault not yet taken
 //   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
+//   POST /fake/remaining-item-count?on=true|false  off: a paged list's metadata leaves out
+//        remainingItemCount, as a server whose RemainingItemCount feature gate is off does (it
+//        could be turned off up to 1.28) or one older than 1.15
 //   POST /fake/hold-claim-binding?on=true|false  the PV controller binds a volume's side only,
 //        and the claims' sides when turned off (PvController::HoldClaimSide)
 //   POST /fake/reset-connections  every connection is dropped once this answer is sent (no
@@ -237,6 +240,7 @@ class ApiServer {
   std::mutex ctl_mu_;
   std::vector<Fault> faults_;
   std::atomic<int> delay_ms_{0};
+  std::atomic<bool> remaining_count_{true};  // /fake/remaining-item-count
   WatchControls watch_;  // guarded by store_.mu
   mutable std::mutex log_mu_;
   std::vector<RequestRecord> requests_;
