@@ -663,6 +663,11 @@ TEST_CASE("ParseList: pages and rejections", "[k8s_json]") {
   CHECK(page->resource_version == "99");
   CHECK(page->continue_token == "tok");
   CHECK(page->items == 3);
+  CHECK(page->remaining == -1);  // not given: unknown, not 0
+  Result<ListPage> counted = ParseList<Claim>(R"({"metadata":{"continue":"t","remainingItemCount":0},"items":[]})",
+                                              [](Result<Claim>) {});
+  REQUIRE(counted.ok());
+  CHECK(counted->remaining == 0);
   REQUIRE(items.size() == 3);
   REQUIRE(items[0].ok());
   CHECK(items[0]->meta.uid == "0b5e-11");
