@@ -10,7 +10,8 @@
 // RBAC kept by an image-only upgrade) stands for nothing: the controller then watches every
 // claim instead, as before the dispatcher (controller.hpp, Start).
 // A small cluster (SMALL_CLUSTER_NODES, WatchEveryClaim in decide/node_labels.hpp) needs no
-// dispatch: the holder counts the Nodes once per renewal and says on its Lease (annotation
+// dispatch: the holder counts the Nodes once per renewal (a count it cannot make, for want of
+// RBAC or of remainingItemCount, changes nothing: one Warning) and says on its Lease (annotation
 // node_label::kWatchKey) that every instance watches every claim; each instance reads that at
 // its looks at the Lease (OnWatchChange). Meanwhile the holder labels only the claims still
 // waiting for a volume or more room kLateLabel after their last change (an older version's

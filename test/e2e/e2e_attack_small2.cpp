@@ -100,7 +100,7 @@ void MadeOnceOnTheirNodes(Nodes& n, const std::map<std::string, std::string>& cl
 }  // namespace
 
 // kube-apiserver leaves remainingItemCount out of a paged list with a selector, with its
-// RemainingItemCount feature gate off (possible up to 1.28), and before 1.15: the API says
+// RemainingItemCount feature gate off (versions before its GA allowed it), and before 1.15: the API says
 // clients must not rely on it. A list of one node with a continue token and no count says
 // only that there are more nodes, not how many.
 TEST_CASE("attack: the node list gives no remainingItemCount: the dispatcher keeps the mode it has and says once that it "

@@ -34,8 +34,8 @@
 //   POST /fake/clear-faults  disarms every fault not yet taken
 //   POST /fake/drop-watches | /fake/compact | /fake/pause?seconds=N | /fake/delay?ms=N
 //   POST /fake/remaining-item-count?on=true|false  off: a paged list's metadata leaves out
-//        remainingItemCount, as a server whose RemainingItemCount feature gate is off does (it
-//        could be turned off up to 1.28) or one older than 1.15
+//        remainingItemCount, as a server whose RemainingItemCount feature gate is off does (versions
+//        before its GA let it be turned off) or one older than 1.15
 //   POST /fake/hold-claim-binding?on=true|false  the PV controller binds a volume's side only,
 //        and the claims' sides when turned off (PvController::HoldClaimSide)
 //   POST /fake/reset-connections  every connection is dropped once this answer is sent (no
