@@ -7,24 +7,9 @@
 #include <thread>
 
 #include "test/support/nodes_harness.hpp"
+#include "test/support/small_cluster.hpp"
 
 using namespace harness;
-
-namespace {
-
-std::string Dispatcher(Nodes& n) {
-  for (auto& [node, p] : n.instances)
-    if (p && Metric(*p, "hostpath_provisioner_dispatcher") == 1) return node;
-  return "";
-}
-
-bool AllWatch(Nodes& n, int every) {
-  for (auto& [node, p] : n.instances)
-    if (Metric(*p, "hostpath_provisioner_every_claim_watched") != every) return false;
-  return true;
-}
-
-}  // namespace
 
 TEST_CASE("attack: the dispatcher killed while switching to own-node mode, a tenant's label naming another node, claims "
           "made meanwhile: each claim is made once, on its node",

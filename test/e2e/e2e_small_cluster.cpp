@@ -3,67 +3,24 @@
 // so that no claim waits for its label; past the threshold plus a quarter it labels every
 // claim, then says that each instance watches only its own node's; below the threshold again,
 // every claim. Whatever the instances watch, a claim is made once, by its node's instance.
-#include <dirent.h>
 #include <signal.h>
 
 #include <catch2/catch.hpp>
 #include <thread>
 
 #include "test/support/nodes_harness.hpp"
+#include "test/support/small_cluster.hpp"
 
 using namespace harness;
 
 namespace {
 
-std::string Label(const picojson::value& obj) {
-  const picojson::value& labels = obj.get("metadata").get("labels");
-  if (!labels.is<picojson::object>() || !labels.contains("hostpath-provisioner.io/node")) return "";
-  return labels.get("hostpath-provisioner.io/node").to_str();
-}
-
-// The instance that holds the dispatch Lease ("" when none does).
-std::string Dispatcher(Nodes& n) {
-  for (auto& [node, p] : n.instances)
-    if (p && Metric(*p, "hostpath_provisioner_dispatcher") == 1) return node;
-  return "";
-}
-
-// Does every running instance say that it watches every claim (1) or its own node's (0)?
-bool AllWatch(Nodes& n, int every) {
-  for (auto& [node, p] : n.instances)
-    if (Metric(*p, "hostpath_provisioner_every_claim_watched") != every) return false;
-  return true;
-}
-
-// Entries of `dir` whose name starts with `prefix`.
-int EntriesStarting(const std::string& dir, const std::string& prefix) {
-  int found = 0;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (dirent* e = ::readdir(d)) found += std::string(e->d_name).rfind(prefix, 0) == 0;
-    ::closedir(d);
-  }
-  return found;
-}
-
-// Each claim (name -> node) is Bound to a PV of its node, whose directory is in that node's
-// root and in no other, with one ProvisioningSucceeded event; and there are as many PVs as
-// claims made.
-void MadeOnceOnTheirNodes(Nodes& n, const std::map<std::string, std::string>& claims, size_t all_claims) {
-  for (const auto& entry : claims) {
-    const std::string& claim = entry.first;  // a lambda below uses it: C++17 lambdas cannot capture a structured binding
-    const std::string& node = entry.second;
-    INFO(claim << " for " << node);
-    REQUIRE(Eventually([&] { return Phase(n.ClaimJson(claim)) == "Bound"; }, std::chrono::seconds(60)));
-    const std::string pv = n.VolumeOf(claim);
-    CHECK(AffinityNode(n.api->Volume(pv)) == node);
-    CHECK(Exists(n.Root(node) + "/default-" + claim + "-" + pv));
-    for (auto& [other, p] : n.instances)
-      if (other != node) CHECK(EntriesStarting(n.Root(other), "default-" + claim + "-") == 0);
-    CHECK(n.Events(claim, "ProvisioningSucceeded") == 1);
-  }
-  Reply pvs = n.api->Get("/api/v1/persistentvolumes");
-  REQUIRE(pvs.code == 200);
-  CHECK(pvs.json.get("items").get<picojson::array>().size() == all_claims);
+// MadeOnceOnTheirNodes over every instance's root, and no PV but those of `claims`.
+void AllMadeOnce(Nodes& n, const std::map<std::string, std::string>& claims) {
+  std::vector<std::string> nodes;
+  for (auto& entry : n.instances) nodes.push_back(entry.first);
+  MadeOnceOnTheirNodes(n, claims, nodes);
+  CHECK(VolumesPerClaim(n).size() == claims.size());
 }
 
 // Creates claims PREFIX-0, -1, ... (with the node annotation, alternately for each node in
@@ -109,8 +66,8 @@ TEST_CASE("a small cluster: every instance watches every claim and makes its own
       n.Claim(node + "-" + i, "hostpath", "hostpath-provisioner.io/node", node);
       claims[node + "-" + i] = node;
     }
-  MadeOnceOnTheirNodes(n, claims, claims.size());
-  for (const auto& [claim, node] : claims) CHECK(Label(n.ClaimJson(claim)).empty());
+  AllMadeOnce(n, claims);
+  for (const auto& [claim, node] : claims) CHECK(NodeLabel(n.ClaimJson(claim)).empty());
   CHECK(Metric(d, "hostpath_provisioner_claims_dispatched_total") == labelled);
   // Every instance holds every claim (and still only its own node's PVs).
   for (const std::string& node : nodes) {
@@ -159,8 +116,8 @@ TEST_CASE("the cluster grows past SMALL_CLUSTER_NODES and shrinks back: the inst
   for (const std::string& node : nodes)
     CHECK_THAT(n.instances[node]->Log(), Catch::Contains("the dispatcher says the cluster is large: this instance now "
                                                          "watches only the claims labelled for its node"));
-  MadeOnceOnTheirNodes(n, all, all.size());
-  for (const auto& [claim, node] : all) CHECK(Label(n.ClaimJson(claim)) == node);
+  AllMadeOnce(n, all);
+  for (const auto& [claim, node] : all) CHECK(NodeLabel(n.ClaimJson(claim)) == node);
   // Each instance holds only its own node's claims again.
   for (const std::string& node : nodes) {
     INFO(node);
@@ -186,7 +143,7 @@ TEST_CASE("the cluster grows past SMALL_CLUSTER_NODES and shrinks back: the inst
   all.insert(shrinking.begin(), shrinking.end());
   CHECK_THAT(n.instances[dispatcher]->Log(), Catch::Contains("the cluster has 2 nodes (SMALL_CLUSTER_NODES 2): every "
                                                              "instance now watches every claim"));
-  MadeOnceOnTheirNodes(n, all, all.size());
+  AllMadeOnce(n, all);
   for (const std::string& node : nodes) {
     INFO(node);
     CHECK(Eventually([&] {
@@ -213,7 +170,7 @@ TEST_CASE("an RBAC without list on nodes (an image-only upgrade): the dispatcher
   REQUIRE(Eventually([&] { return d.Log().find("cannot count the cluster's nodes (") != std::string::npos; }));
   n.Claim("on-b", "hostpath", "hostpath-provisioner.io/node", "node-b");
   REQUIRE(n.WaitBound("on-b"));
-  CHECK(Label(n.ClaimJson("on-b")) == "node-b");
+  CHECK(NodeLabel(n.ClaimJson("on-b")) == "node-b");
   CHECK(AffinityNode(n.api->Volume(n.VolumeOf("on-b"))) == "node-b");
   CHECK(AllWatch(n, 0));
   // One Warning, naming the refusal and the manifest to apply, not one per count.
