@@ -87,6 +87,12 @@ Controller::Controller(const Config& cfg, std::shared_ptr<ApiEndpoint> ep, Roots
   for (int i = 0; i < std::max(1, cfg_.workers); ++i) workers_.push_back(std::make_unique<Worker>(ep_));
 }
 
+// Said when an instance starts watching every claim: at a switch, and at start (an instance
+// that starts after the switch sees no switch of its own).
+constexpr const char* kWatchesEveryClaim =
+    "the dispatcher says the cluster is small: this instance now watches every claim (and acts on its own node's, "
+    "without waiting for their labels)";
+
 Controller::~Controller() { Stop(); }
 
 void Controller::SetMayAct(std::function<bool()> may_act) {
@@ -102,9 +108,7 @@ Status Controller::Start() {
   if (!cfg_.node_name.empty() && dispatch_lease_) FallBackUnlessDispatching(workers_.front()->api, &every_claim);
   if (every_claim) {
     claims_.SetSelections({""});
-    // Said at start too: an instance that starts after the switch sees no switch of its own.
-    LogInfo("the dispatcher says the cluster is small: this instance now watches every claim (and acts on its own "
-            "node's, without waiting for their labels)");
+    LogInfo(kWatchesEveryClaim);
   }
   every_claim_watched_ = every_claim || !DispatchFallback().empty();
   every_claim_wanted_ = every_claim;
@@ -157,8 +161,7 @@ void Controller::SwitchClaimWatch() {
     if (stopped_switching_) return;
     const bool every = every_claim_wanted_;
     lock.unlock();
-    LogInfo(every ? "the dispatcher says the cluster is small: this instance now watches every claim (and acts on its "
-                    "own node's, without waiting for their labels)"
+    LogInfo(every ? kWatchesEveryClaim
                   : "the dispatcher says the cluster is large: this instance now watches only the claims labelled "
                     "for its node");
     Status s = claims_.Reselect({every ? "" : ClaimSelection(cfg_)});

@@ -57,12 +57,10 @@ Outcome VolumeMaker::JoinMade(WorkerApi& w, const Claim& claim, const Volume& pv
                               const std::string& leaf) {
   const std::string mine = NodeFinalizer(cfg_.node_name);
   if (HasFinalizer(pv.meta, mine)) return Outcome::Done();
-  Status s = Status::Ok();
   if (!pv.meta.deleting) {
     std::vector<std::string> finalizers = pv.meta.finalizers;
     finalizers.push_back(mine);
-    s = w.api.SetVolumeFinalizers(pv, finalizers);
-    if (s.ok()) {
+    if (w.api.SetVolumeFinalizers(pv, finalizers).ok()) {
       LogInfo("volume " + pv.meta.name + ": made " + root.path() + "/" + leaf + " on node " + cfg_.node_name);
       return Outcome::Done();
     }
